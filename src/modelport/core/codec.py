@@ -1,0 +1,80 @@
+"""The interface every wire protocol implements (Chat Completions, Responses, Messages).
+
+A protocol package ``modelport.protocols.<name>`` exposes a module-level ``CODEC`` object satisfying
+`ProtocolCodec`; `modelport.protocols.get_codec(name)` finds it. The same codec serves both directions:
+inbound (client ↔ gateway: `decode_request`, `encode_response`, `stream_encoder`) and outbound
+(gateway ↔ upstream of that kind: `encode_request`, `decode_response`, `stream_decoder`).
+
+Errors: `decode_request` raises `modelport.errors.InvalidParameters(detail, param=...)` naming the bad
+field (dotted path with indexes, e.g. ``messages[1].content[0].image_url.url``). Decoders of upstream
+bodies are lenient: they skip what they do not understand rather than fail a paid answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from modelport.core.events import StreamEvent
+from modelport.core.messages import CanonicalRequest
+from modelport.core.response import CanonicalResponse
+from modelport.core.usage import Usage
+
+
+class StreamDecoder(Protocol):
+    """Upstream SSE → canonical events. One parsed SSE event per `feed` call."""
+
+    def feed(self, event: str | None, data: str) -> list[StreamEvent]: ...
+
+    def close(self) -> list[StreamEvent]:
+        """The upstream stream ended (after its last event); flush anything pending."""
+        ...
+
+
+class StreamEncoder(Protocol):
+    """Canonical events → client SSE bytes (complete frames; may be empty)."""
+
+    def encode(self, event: StreamEvent) -> bytes: ...
+
+    def close(self) -> bytes:
+        """Final frames (e.g. ``data: [DONE]``). Call once, after the last event."""
+        ...
+
+    def error(self, message: str, type: str = "api_error") -> bytes:
+        """The protocol's in-stream error frame(s); the caller then ends the stream (no `close`)."""
+        ...
+
+
+class UsageSniffer(Protocol):
+    """Fast path: watch raw upstream SSE events of this protocol and remember the latest usage."""
+
+    def feed(self, event: str | None, data: str) -> None: ...
+
+    @property
+    def usage(self) -> Usage | None: ...
+
+
+class ProtocolCodec(Protocol):
+    #: Protocol name: ``openai_chat``, ``openai_responses`` or ``anthropic_messages``.
+    name: str
+
+    def decode_request(self, body: dict[str, Any]) -> CanonicalRequest: ...
+
+    def encode_request(self, req: CanonicalRequest, upstream_model: str) -> dict[str, Any]: ...
+
+    def decode_response(self, body: dict[str, Any]) -> CanonicalResponse: ...
+
+    def encode_response(self, resp: CanonicalResponse, model: str) -> dict[str, Any]: ...
+
+    def stream_decoder(self) -> StreamDecoder: ...
+
+    def stream_encoder(self, model: str, response_id: str, include_usage: bool) -> StreamEncoder: ...
+
+    def usage_from_body(self, body: dict[str, Any]) -> Usage | None: ...
+
+    def usage_sniffer(self) -> UsageSniffer: ...
+
+    def error_body(
+        self, message: str, type: str, *, code: str | None = None, param: str | None = None
+    ) -> dict[str, Any]:
+        """A JSON error body in this protocol's shape (for clients of this protocol)."""
+        ...

@@ -1,0 +1,54 @@
+"""Inline-media rules shared by every protocol decoder (pure functions, no I/O).
+
+The interface allows inline media as a one-line ``data:<mime>;base64,<payload>`` value, caps uploads at
+16 MB and rejects provider-side file ids (``file-...``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from modelport.errors import InvalidParameters
+
+INLINE_MEDIA_MAX_BYTES = 16 * 1024 * 1024
+
+_DATA_URL = re.compile(
+    r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?P<params>(?:;[\w.+-]+=[^;,]*)*);base64,(?P<data>.*)$", re.S
+)
+
+
+def parse_data_url(value: str) -> tuple[str | None, str] | None:
+    """Split a base64 ``data:`` URL into (media type, base64 payload); None if `value` is not one."""
+    if not value.startswith("data:"):
+        return None
+    m = _DATA_URL.match(value)
+    if m is None:
+        return None
+    return m.group("mime"), m.group("data")
+
+
+def decoded_size(b64: str) -> int:
+    """Size in bytes of the data a base64 string decodes to (without decoding it)."""
+    n = len(b64.rstrip("="))
+    return n * 3 // 4
+
+
+def check_inline_size(b64: str, param: str) -> None:
+    """Reject inline media over the 16 MB limit, naming the offending field."""
+    if decoded_size(b64) > INLINE_MEDIA_MAX_BYTES:
+        raise InvalidParameters(
+            f"inline data in {param} exceeds the {INLINE_MEDIA_MAX_BYTES // (1024 * 1024)} MB limit",
+            param=param,
+        )
+
+
+def is_provider_file_id(value: str) -> bool:
+    """True for provider-side file ids such as ``file-abc123`` (rejected by this service with a 400)."""
+    return value.startswith("file-")
+
+
+def is_remote_url(value: str) -> bool:
+    """True for http(s) URLs. Anything else that is not a data: URL is a local path, which the interface
+    says is ignored (decoders drop such parts)."""
+    head = value[:8].lower()
+    return head.startswith("https://") or head.startswith("http://")

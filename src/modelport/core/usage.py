@@ -1,0 +1,61 @@
+"""Normalised token usage.
+
+Conventions (they differ between providers, so each codec converts at its boundary):
+- `input_tokens` counts ALL input tokens, including cache reads and cache writes. OpenAI
+  ``prompt_tokens`` already does; Anthropic ``input_tokens`` does not, so the Anthropic codec adds
+  ``cache_read_input_tokens`` and ``cache_creation_input_tokens``.
+- `output_tokens` counts ALL output tokens, including reasoning tokens.
+- `audio_input_tokens`, `video_input_tokens`, `image_input_tokens` and `reasoning_tokens` are
+  informational breakdowns, already inside the totals above; they are never billed on top.
+Billing: uncached input × input rate + cache read × read rate + cache write × write rate
++ output × output rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    audio_input_tokens: int = 0
+    video_input_tokens: int = 0
+    image_input_tokens: int = 0
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Input tokens billed at the plain input rate."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        """Sum of two usages (e.g. several upstream calls for one client request)."""
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            audio_input_tokens=self.audio_input_tokens + other.audio_input_tokens,
+            video_input_tokens=self.video_input_tokens + other.video_input_tokens,
+            image_input_tokens=self.image_input_tokens + other.image_input_tokens,
+        )
+
+
+def as_count(value: object) -> int:
+    """A token count from a JSON value: ints pass, anything else (None, missing, junk) is 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(0, value)
+    if isinstance(value, float) and value.is_integer():
+        return max(0, int(value))
+    return 0
