@@ -1,0 +1,3 @@
+from modelport.cli import main
+
+main()

@@ -1,0 +1,89 @@
+"""Resolving an API key to its team, with a short per-process cache.
+
+The cache keeps the hot path free of a database read per request. Revocation and team changes reach a
+process within `ttl` seconds (the admin API in the same process evicts at once). `last_used_at` is written
+at most once a minute per key, in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.accounts.keys import hash_key
+from modelport.accounts.service import lookup_key, touch_key
+from modelport.clock import now_ms
+
+_TOUCH_INTERVAL_MS = 60_000
+_MAX_ENTRIES = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class AuthContext:
+    key_id: str
+    key_prefix: str
+    team_id: str
+    team_name: str
+    tier: str
+
+
+@dataclass(slots=True)
+class _Entry:
+    context: AuthContext | None  # None: unknown or revoked key (negative cache)
+    expires_at: float
+    touched_ms: int = 0
+
+
+class Authenticator:
+    def __init__(self, engine: AsyncEngine, *, ttl: float) -> None:
+        self._engine = engine
+        self._ttl = ttl
+        self._cache: dict[str, _Entry] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def authenticate(self, key: str) -> AuthContext | None:
+        if not key:
+            return None
+        digest = hash_key(key)
+        now = time.monotonic()
+        entry = self._cache.get(digest)
+        if entry is None or entry.expires_at <= now:
+            entry = await self._load(key, now)
+            if self._ttl > 0:
+                if len(self._cache) >= _MAX_ENTRIES:
+                    self._cache.clear()
+                self._cache[digest] = entry
+        if entry.context is not None:
+            self._maybe_touch(entry)
+        return entry.context
+
+    def evict_all(self) -> None:
+        self._cache.clear()
+
+    async def _load(self, key: str, now: float) -> _Entry:
+        found = await lookup_key(self._engine, key)
+        context: AuthContext | None = None
+        touched = 0
+        if found is not None:
+            record, team = found
+            if record.active:
+                context = AuthContext(record.id, record.prefix, team.id, team.name, team.tier)
+                touched = record.last_used_at_ms or 0
+        return _Entry(context=context, expires_at=now + self._ttl, touched_ms=touched)
+
+    def _maybe_touch(self, entry: _Entry) -> None:
+        assert entry.context is not None
+        at = now_ms()
+        if at - entry.touched_ms < _TOUCH_INTERVAL_MS:
+            return
+        entry.touched_ms = at
+        task = asyncio.create_task(touch_key(self._engine, entry.context.key_id, at))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def drain(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)

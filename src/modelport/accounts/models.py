@@ -1,0 +1,76 @@
+"""Plain records returned by the accounts service."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from modelport.money import display_usd
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    id: str
+    name: str
+    balance_micros: int
+    frozen_micros: int
+    tier: str
+    asset_service: bool
+    log_retention: bool
+    created_at_ms: int
+
+    @property
+    def available_usd(self) -> Decimal:
+        return display_usd(self.balance_micros)
+
+    @property
+    def frozen_usd(self) -> Decimal:
+        return display_usd(self.frozen_micros)
+
+    def to_public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "tier": self.tier,
+            "balance_usd": self.available_usd,
+            "frozen_usd": self.frozen_usd,
+            "asset_service": self.asset_service,
+            "log_retention": self.log_retention,
+            "created_at": self.created_at_ms // 1000,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    team_id: str
+    name: str | None
+    prefix: str
+    created_at_ms: int
+    revoked_at_ms: int | None
+    last_used_at_ms: int | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at_ms is None
+
+    def to_public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "team_id": self.team_id,
+            "name": self.name,
+            "prefix": self.prefix,
+            "active": self.active,
+            "created_at": self.created_at_ms // 1000,
+            "revoked_at": None if self.revoked_at_ms is None else self.revoked_at_ms // 1000,
+            "last_used_at": None if self.last_used_at_ms is None else self.last_used_at_ms // 1000,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey:
+    """A new key: the only moment the plaintext exists outside the caller's hands."""
+
+    key: str
+    record: ApiKey

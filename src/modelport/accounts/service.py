@@ -1,0 +1,154 @@
+"""Teams and API keys: the operations behind the admin CLI, the admin API and auth."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Row, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from modelport.accounts.keys import generate_key, hash_key, visible_prefix
+from modelport.accounts.models import ApiKey, CreatedKey, Team
+from modelport.clock import now_ms
+from modelport.errors import Conflict, InvalidParameters, NotFound
+from modelport.ids import new_id
+from modelport.storage.tables import api_keys, teams
+
+TEAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def team_from_row(row: Row[Any]) -> Team:
+    m = row._mapping
+    return Team(
+        id=m["id"], name=m["name"], balance_micros=int(m["balance_micros"]),
+        frozen_micros=int(m["frozen_micros"]), tier=m["tier"], asset_service=bool(m["asset_service"]),
+        log_retention=bool(m["log_retention"]), created_at_ms=int(m["created_at_ms"]),
+    )
+
+
+def key_from_row(row: Row[Any]) -> ApiKey:
+    m = row._mapping
+    return ApiKey(
+        id=m["id"], team_id=m["team_id"], name=m["name"], prefix=m["prefix"],
+        created_at_ms=int(m["created_at_ms"]), revoked_at_ms=m["revoked_at_ms"],
+        last_used_at_ms=m["last_used_at_ms"],
+    )
+
+
+async def create_team(engine: AsyncEngine, name: str, *, tier: str) -> Team:
+    if not TEAM_NAME_RE.match(name):
+        raise InvalidParameters(
+            "team name must be 1-100 characters: letters, digits, '_', '.', '-', starting with a letter or digit",
+            param="name",
+        )
+    team_id = new_id("team")
+    values = {
+        "id": team_id, "name": name, "balance_micros": 0, "frozen_micros": 0, "tier": tier,
+        "asset_service": False, "log_retention": False, "created_at_ms": now_ms(),
+    }
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(insert(teams).values(**values))
+    except IntegrityError as exc:
+        raise Conflict(f"a team named {name!r} already exists") from exc
+    return await get_team(engine, team_id)
+
+
+async def find_team(conn: AsyncConnection, ref: str) -> Team | None:
+    row = (await conn.execute(select(teams).where(or_(teams.c.id == ref, teams.c.name == ref)))).first()
+    return None if row is None else team_from_row(row)
+
+
+async def get_team(engine: AsyncEngine, ref: str) -> Team:
+    async with engine.connect() as conn:
+        team = await find_team(conn, ref)
+    if team is None:
+        raise NotFound(f"no team {ref!r}")
+    return team
+
+
+async def list_teams(engine: AsyncEngine) -> list[Team]:
+    async with engine.connect() as conn:
+        rows = (await conn.execute(select(teams).order_by(teams.c.created_at_ms, teams.c.id))).all()
+    return [team_from_row(r) for r in rows]
+
+
+async def update_team(engine: AsyncEngine, ref: str, **changes: Any) -> Team:
+    """Set plain team columns (tier, asset_service, log_retention)."""
+    allowed = {"tier", "asset_service", "log_retention"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise InvalidParameters(f"unknown team fields: {', '.join(sorted(unknown))}")
+    team = await get_team(engine, ref)
+    if changes:
+        async with engine.begin() as conn:
+            await conn.execute(update(teams).where(teams.c.id == team.id).values(**changes))
+    return await get_team(engine, team.id)
+
+
+async def create_key(engine: AsyncEngine, team_ref: str, *, name: str | None = None) -> CreatedKey:
+    team = await get_team(engine, team_ref)
+    key = generate_key()
+    key_id = new_id("key")
+    values = {
+        "id": key_id, "team_id": team.id, "name": name, "prefix": visible_prefix(key),
+        "key_hash": hash_key(key), "created_at_ms": now_ms(), "revoked_at_ms": None, "last_used_at_ms": None,
+    }
+    async with engine.begin() as conn:
+        await conn.execute(insert(api_keys).values(**values))
+    return CreatedKey(key=key, record=await get_key(engine, key_id))
+
+
+async def get_key(engine: AsyncEngine, key_id: str) -> ApiKey:
+    async with engine.connect() as conn:
+        row = (await conn.execute(select(api_keys).where(api_keys.c.id == key_id))).first()
+    if row is None:
+        raise NotFound(f"no key {key_id!r}")
+    return key_from_row(row)
+
+
+async def revoke_key(engine: AsyncEngine, key_id: str) -> ApiKey:
+    await get_key(engine, key_id)
+    async with engine.begin() as conn:
+        await conn.execute(
+            update(api_keys)
+            .where(api_keys.c.id == key_id, api_keys.c.revoked_at_ms.is_(None))
+            .values(revoked_at_ms=now_ms())
+        )
+    return await get_key(engine, key_id)
+
+
+async def list_keys(engine: AsyncEngine, team_ref: str) -> Sequence[ApiKey]:
+    team = await get_team(engine, team_ref)
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                select(api_keys).where(api_keys.c.team_id == team.id).order_by(api_keys.c.created_at_ms)
+            )
+        ).all()
+    return [key_from_row(r) for r in rows]
+
+
+async def lookup_key(engine: AsyncEngine, key: str) -> tuple[ApiKey, Team] | None:
+    """The key's record and team, or None if no such key exists (revoked keys are returned, marked)."""
+    stmt = (
+        select(api_keys, teams.c.name.label("team_name"))
+        .join(teams, teams.c.id == api_keys.c.team_id)
+        .where(api_keys.c.key_hash == hash_key(key))
+    )
+    async with engine.connect() as conn:
+        row = (await conn.execute(stmt)).first()
+        if row is None:
+            return None
+        record = key_from_row(row)
+        team = await find_team(conn, record.team_id)
+    assert team is not None  # FK guarantees it
+    return record, team
+
+
+async def touch_key(engine: AsyncEngine, key_id: str, at_ms: int) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(update(api_keys).where(api_keys.c.id == key_id).values(last_used_at_ms=at_ms))

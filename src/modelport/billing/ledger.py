@@ -1,0 +1,118 @@
+"""The append-only ledger and the team balance it adds up to.
+
+Invariant: for every team, `teams.balance_micros` (the available balance) equals the sum of its
+`ledger_entries.amount_micros`. Each operation writes its entries and moves the balance in one
+transaction, with atomic `SET balance = balance + ?` updates (never read-then-write), so concurrent
+top-ups, charges and holds in any number of processes keep the invariant.
+
+Holds move money from available to frozen (a negative `hold` entry); a hold ends either in a `release`
+(the money comes back) or in a release plus a `charge` (the actual cost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from modelport.clock import now_ms
+from modelport.errors import InvalidParameters, NotFound
+from modelport.storage.tables import ledger_entries, teams
+
+
+@dataclass(frozen=True, slots=True)
+class BalanceAfter:
+    balance_micros: int
+    frozen_micros: int
+
+
+async def _entry(conn: AsyncConnection, team_id: str, kind: str, amount: int, ref: str | None,
+                 note: str | None = None) -> None:
+    await conn.execute(
+        insert(ledger_entries).values(
+            team_id=team_id, kind=kind, amount_micros=amount, ref=ref, note=note, created_at_ms=now_ms()
+        )
+    )
+
+
+async def _move(conn: AsyncConnection, team_id: str, balance_delta: int, frozen_delta: int) -> BalanceAfter:
+    row = (
+        await conn.execute(
+            update(teams)
+            .where(teams.c.id == team_id)
+            .values(
+                balance_micros=teams.c.balance_micros + balance_delta,
+                frozen_micros=teams.c.frozen_micros + frozen_delta,
+            )
+            .returning(teams.c.balance_micros, teams.c.frozen_micros)
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"no team {team_id!r}")
+    return BalanceAfter(int(row[0]), int(row[1]))
+
+
+async def topup(engine: AsyncEngine, team_id: str, micros: int, *, note: str | None = None) -> BalanceAfter:
+    if micros <= 0:
+        raise InvalidParameters("top-up amount must be positive", param="amount_usd")
+    async with engine.begin() as conn:
+        after = await _move(conn, team_id, micros, 0)
+        await _entry(conn, team_id, "topup", micros, None, note)
+    return after
+
+
+async def charge(engine: AsyncEngine, team_id: str, micros: int, *, ref: str | None = None) -> BalanceAfter:
+    """Take `micros` from the available balance unconditionally (it may go negative)."""
+    if micros < 0:
+        raise InvalidParameters("charge must not be negative")
+    async with engine.begin() as conn:
+        after = await _move(conn, team_id, -micros, 0)
+        await _entry(conn, team_id, "charge", -micros, ref)
+    return after
+
+
+async def hold(engine: AsyncEngine, team_id: str, micros: int, *, ref: str) -> BalanceAfter | None:
+    """Freeze `micros` if the available balance covers it; None (and nothing written) if it does not."""
+    if micros < 0:
+        raise InvalidParameters("hold must not be negative")
+    async with engine.begin() as conn:
+        row = (
+            await conn.execute(
+                update(teams)
+                .where(teams.c.id == team_id, teams.c.balance_micros >= micros)
+                .values(
+                    balance_micros=teams.c.balance_micros - micros,
+                    frozen_micros=teams.c.frozen_micros + micros,
+                )
+                .returning(teams.c.balance_micros, teams.c.frozen_micros)
+            )
+        ).first()
+        if row is None:
+            return None
+        await _entry(conn, team_id, "hold", -micros, ref)
+    return BalanceAfter(int(row[0]), int(row[1]))
+
+
+async def settle(engine: AsyncEngine, team_id: str, *, held_micros: int, cost_micros: int,
+                 ref: str) -> BalanceAfter:
+    """End a hold: release what was frozen and charge the actual cost, in one transaction."""
+    async with engine.begin() as conn:
+        after = await _move(conn, team_id, held_micros - cost_micros, -held_micros)
+        if held_micros:
+            await _entry(conn, team_id, "release", held_micros, ref)
+        if cost_micros:
+            await _entry(conn, team_id, "charge", -cost_micros, ref)
+    return after
+
+
+async def ledger_sum(engine: AsyncEngine, team_id: str) -> int:
+    async with engine.connect() as conn:
+        total = (
+            await conn.execute(
+                select(func.coalesce(func.sum(ledger_entries.c.amount_micros), 0)).where(
+                    ledger_entries.c.team_id == team_id
+                )
+            )
+        ).scalar_one()
+    return int(total)

@@ -1,0 +1,62 @@
+"""Top-ups, and the tier a single top-up unlocks (spec, Limits)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.accounts.models import Team
+from modelport.accounts.service import get_team
+from modelport.billing import ledger
+from modelport.money import usd_to_micros
+from modelport.settings import TierSettings
+from modelport.storage.tables import teams
+
+
+@dataclass(frozen=True, slots=True)
+class TopupResult:
+    team: Team
+    amount_micros: int
+    tier_changed: bool
+
+
+def tier_rank(tiers: list[TierSettings], name: str) -> int:
+    for rank, tier in enumerate(tiers):
+        if tier.name == name:
+            return rank
+    return 0
+
+
+def qualifying_tier(tiers: list[TierSettings], amount_micros: int) -> TierSettings:
+    """The highest tier whose qualifying amount this single top-up reaches (tiers sorted ascending)."""
+    best = tiers[0]
+    for tier in tiers:
+        if amount_micros >= usd_to_micros(tier.qualifying_topup_usd):
+            best = tier
+    return best
+
+
+async def topup_team(engine: AsyncEngine, tiers: list[TierSettings], team_ref: str,
+                     amount_usd: Decimal | str) -> TopupResult:
+    try:
+        micros = usd_to_micros(amount_usd)
+    except ValueError as exc:
+        from modelport.errors import InvalidParameters
+
+        raise InvalidParameters(str(exc), param="amount_usd") from exc
+    team = await get_team(engine, team_ref)
+    await ledger.topup(engine, team.id, micros, note="top-up")
+    target = qualifying_tier(tiers, micros)
+    changed = False
+    if tier_rank(tiers, target.name) > tier_rank(tiers, team.tier):
+        # Only ever moves up; the WHERE keeps a concurrent larger top-up's tier.
+        lower = [t.name for t in tiers[: tier_rank(tiers, target.name)]]
+        async with engine.begin() as conn:
+            result = await conn.execute(
+                update(teams).where(teams.c.id == team.id, teams.c.tier.in_(lower)).values(tier=target.name)
+            )
+            changed = result.rowcount > 0
+    return TopupResult(team=await get_team(engine, team.id), amount_micros=micros, tier_changed=changed)

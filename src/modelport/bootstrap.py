@@ -1,0 +1,55 @@
+"""Start-up work done once, before any worker process starts: schema, catalog import, demo team."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.accounts import service as accounts
+from modelport.billing.topups import topup_team
+from modelport.catalog import import_catalog, load_catalog_file
+from modelport.errors import NotFound
+from modelport.settings import Settings
+from modelport.storage.migrate import is_up_to_date, upgrade_to_head
+
+
+class StartupError(RuntimeError):
+    """A problem an operator must fix; the message says how."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoInfo:
+    team_name: str
+    new_key: str | None  # plaintext, only when this start created it
+    key_prefixes: list[str]
+
+
+async def ensure_schema(engine: AsyncEngine, settings: Settings) -> None:
+    if settings.is_sqlite:
+        await upgrade_to_head(engine)
+    elif not await is_up_to_date(engine):
+        raise StartupError("the PostgreSQL schema is not up to date: run `modelport migrate` first")
+
+
+async def ensure_demo_team(engine: AsyncEngine, settings: Settings) -> DemoInfo:
+    name = settings.demo_team
+    try:
+        team = await accounts.get_team(engine, name)
+    except NotFound:
+        team = await accounts.create_team(engine, name, tier=settings.tiers[0].name)
+        if settings.demo_balance_usd > 0:
+            await topup_team(engine, settings.tiers, team.id, settings.demo_balance_usd)
+        created = await accounts.create_key(engine, team.id, name="demo")
+        return DemoInfo(team_name=name, new_key=created.key, key_prefixes=[created.record.prefix])
+    keys = [k for k in await accounts.list_keys(engine, team.id) if k.active]
+    if not keys:
+        created = await accounts.create_key(engine, team.id, name="demo")
+        return DemoInfo(team_name=name, new_key=created.key, key_prefixes=[created.record.prefix])
+    return DemoInfo(team_name=name, new_key=None, key_prefixes=[k.prefix for k in keys])
+
+
+async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True) -> DemoInfo | None:
+    await ensure_schema(engine, settings)
+    await import_catalog(engine, load_catalog_file(settings.catalog))
+    return await ensure_demo_team(engine, settings) if demo else None

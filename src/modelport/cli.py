@@ -1,0 +1,224 @@
+"""The `modelport` command: serve, migrate, and the admin verbs (each with --json)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+
+from modelport.accounts import service as accounts
+from modelport.apps.envelope import encode_json
+from modelport.billing.topups import topup_team
+from modelport.bootstrap import StartupError, ensure_schema, prepare
+from modelport.catalog import CatalogFileError
+from modelport.errors import ServiceError
+from modelport.settings import Settings, load_settings
+from modelport.storage.db import create_engine
+from modelport.storage.migrate import upgrade_to_head
+
+T = TypeVar("T")
+
+
+def _settings(**overrides: Any) -> Settings:
+    try:
+        return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+    except (ValidationError, ValueError) as exc:
+        raise click.ClickException(f"invalid settings:\n{exc}") from exc
+
+
+def _run_db(settings: Settings, action: Callable[[Any], Awaitable[T]], *, migrate_sqlite: bool = True) -> T:
+    async def main() -> T:
+        engine = create_engine(settings.effective_database_url)
+        try:
+            if migrate_sqlite:
+                await ensure_schema(engine, settings)
+            return await action(engine)
+        finally:
+            await engine.dispose()
+
+    try:
+        return asyncio.run(main())
+    except ServiceError as exc:
+        raise click.ClickException(exc.media_message) from exc
+    except (StartupError, CatalogFileError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _emit(as_json: bool, data: Any, text: str) -> None:
+    if as_json:
+        click.echo(encode_json(data).decode())
+    else:
+        click.echo(text)
+
+
+@click.group()
+def main() -> None:
+    """modelport: one key, one balance and one log for every text and media model."""
+
+
+@main.command()
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Processes per host.")
+@click.option("--host", default=None, help="Interface to listen on (default 127.0.0.1).")
+@click.option("--media-port", type=int, default=None, help="Media host port (default 8080).")
+@click.option("--text-port", type=int, default=None, help="Text gateway port (default 8081).")
+def serve(workers: int, host: str | None, media_port: int | None, text_port: int | None) -> None:
+    """Run the media host and the text gateway."""
+    from modelport import server
+    from modelport.logs import configure_logging
+
+    settings = _settings(host=host, media_port=media_port, text_port=text_port)
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    demo = _run_db(settings, lambda engine: prepare(engine, settings), migrate_sqlite=False)
+    media_sock = server.bind_socket(settings.host, settings.media_port)
+    text_sock = server.bind_socket(settings.host, settings.text_port)
+    media_url = f"http://{settings.host}:{media_sock.getsockname()[1]}"
+    text_url = f"http://{settings.host}:{text_sock.getsockname()[1]}"
+    lines = [
+        f"media host:    {media_url}   (public URL {settings.public_media_url or media_url})",
+        f"text gateway:  {text_url}   (OpenAI SDK base_url {text_url}/v1, Anthropic SDK base_url {text_url})",
+    ]
+    if settings.public_media_url and settings.public_media_url.startswith("http://"):
+        lines.append("warning: MODELPORT_PUBLIC_MEDIA_URL is plain http://; use https:// in production")
+    if demo is not None and demo.new_key:
+        lines.append(f"demo API key:  {demo.new_key}   (team {demo.team_name!r}; shown once, keep it)")
+    elif demo is not None:
+        lines.append(
+            f"demo team {demo.team_name!r} has keys {', '.join(p + '...' for p in demo.key_prefixes)}; "
+            f"make a new one with: modelport admin key create {demo.team_name}"
+        )
+    click.echo("\n".join(lines), err=False)
+    sys.stdout.flush()
+    server.run(settings, media_sock, text_sock, workers)
+
+
+@main.command()
+def migrate() -> None:
+    """Bring the database schema up to date."""
+    settings = _settings()
+    _run_db(settings, upgrade_to_head, migrate_sqlite=False)
+    click.echo("schema is up to date")
+
+
+@main.group()
+def admin() -> None:
+    """Teams, keys, balances and tiers."""
+
+
+@admin.group()
+def team() -> None:
+    """Teams."""
+
+
+@team.command("create")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True)
+def team_create(name: str, as_json: bool) -> None:
+    settings = _settings()
+    created = _run_db(settings, lambda e: accounts.create_team(e, name, tier=settings.tiers[0].name))
+    _emit(as_json, created.to_public(), f"created team {created.name} ({created.id})")
+
+
+@team.command("show")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--json", "as_json", is_flag=True)
+def team_show(team_ref: str, as_json: bool) -> None:
+    found = _run_db(_settings(), lambda e: accounts.get_team(e, team_ref))
+    pub = found.to_public()
+    _emit(as_json, pub, "\n".join(f"{k}: {v}" for k, v in pub.items()))
+
+
+@team.command("list")
+@click.option("--json", "as_json", is_flag=True)
+def team_list(as_json: bool) -> None:
+    teams = _run_db(_settings(), accounts.list_teams)
+    _emit(as_json, {"teams": [t.to_public() for t in teams]},
+          "\n".join(f"{t.id}  {t.name}  {t.available_usd} USD  {t.tier}" for t in teams) or "(no teams)")
+
+
+def _on_off(value: str | None) -> bool | None:
+    return None if value is None else value == "on"
+
+
+@team.command("set")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--asset-service", type=click.Choice(["on", "off"]), default=None)
+@click.option("--log-retention", type=click.Choice(["on", "off"]), default=None)
+@click.option("--json", "as_json", is_flag=True)
+def team_set(team_ref: str, asset_service: str | None, log_retention: str | None, as_json: bool) -> None:
+    changes = {k: v for k, v in {"asset_service": _on_off(asset_service),
+                                 "log_retention": _on_off(log_retention)}.items() if v is not None}
+    updated = _run_db(_settings(), lambda e: accounts.update_team(e, team_ref, **changes))
+    _emit(as_json, updated.to_public(), f"updated team {updated.name}")
+
+
+@admin.group()
+def key() -> None:
+    """API keys."""
+
+
+@key.command("create")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--name", default=None)
+@click.option("--json", "as_json", is_flag=True)
+def key_create(team_ref: str, name: str | None, as_json: bool) -> None:
+    created = _run_db(_settings(), lambda e: accounts.create_key(e, team_ref, name=name))
+    _emit(as_json, {"key": created.key, "id": created.record.id, "team": created.record.team_id,
+                    "prefix": created.record.prefix},
+          f"{created.key}\n(key id {created.record.id}; this is the only time the key is shown)")
+
+
+@key.command("revoke")
+@click.argument("key_id")
+@click.option("--json", "as_json", is_flag=True)
+def key_revoke(key_id: str, as_json: bool) -> None:
+    record = _run_db(_settings(), lambda e: accounts.revoke_key(e, key_id))
+    _emit(as_json, record.to_public(), f"revoked {record.id}")
+
+
+@key.command("list")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--json", "as_json", is_flag=True)
+def key_list(team_ref: str, as_json: bool) -> None:
+    keys = _run_db(_settings(), lambda e: accounts.list_keys(e, team_ref))
+    _emit(as_json, {"keys": [k.to_public() for k in keys]},
+          "\n".join(f"{k.id}  {k.prefix}...  {'active' if k.active else 'revoked'}" for k in keys) or "(no keys)")
+
+
+@admin.command("topup")
+@click.argument("team_ref", metavar="TEAM")
+@click.argument("amount_usd")
+@click.option("--json", "as_json", is_flag=True)
+def topup(team_ref: str, amount_usd: str, as_json: bool) -> None:
+    settings = _settings()
+    try:
+        amount = Decimal(amount_usd)
+    except ArithmeticError as exc:
+        raise click.BadParameter(f"not a decimal amount: {amount_usd}") from exc
+    result = _run_db(settings, lambda e: topup_team(e, settings.tiers, team_ref, amount))
+    _emit(as_json, {"team": result.team.to_public(), "tier_changed": result.tier_changed},
+          f"{result.team.name}: balance {result.team.available_usd} USD, tier {result.team.tier}")
+
+
+@admin.group()
+def tier() -> None:
+    """Tiers."""
+
+
+@tier.command("set")
+@click.argument("team_ref", metavar="TEAM")
+@click.argument("tier_name", metavar="TIER")
+@click.option("--json", "as_json", is_flag=True)
+def tier_set(team_ref: str, tier_name: str, as_json: bool) -> None:
+    settings = _settings()
+    names = [t.name for t in settings.tiers]
+    if tier_name not in names:
+        raise click.BadParameter(f"unknown tier {tier_name!r}; tiers: {', '.join(names)}")
+    updated = _run_db(settings, lambda e: accounts.update_team(e, team_ref, tier=tier_name))
+    _emit(as_json, updated.to_public(), f"{updated.name} is now on tier {updated.tier}")
+
+

@@ -1,0 +1,9 @@
+"""Wall-clock helpers: the schema stores integer UNIX milliseconds."""
+
+from __future__ import annotations
+
+import time
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

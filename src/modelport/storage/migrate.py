@@ -1,0 +1,48 @@
+"""Schema migrations (Alembic), run programmatically on an async engine.
+
+On PostgreSQL an advisory lock serialises concurrent migrators (several processes starting at once).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+_PG_MIGRATION_LOCK = 7_236_001
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def _upgrade(connection: Connection) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+def _current_revision(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def upgrade_to_head(engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+        await conn.run_sync(_upgrade)
+
+
+async def is_up_to_date(engine: AsyncEngine) -> bool:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    async with engine.connect() as conn:
+        current = await conn.run_sync(_current_revision)
+    return current == head

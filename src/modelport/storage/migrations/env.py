@@ -1,0 +1,20 @@
+"""Alembic environment: runs on the connection that `modelport.storage.migrate` hands over."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from modelport.storage.tables import metadata
+
+connection = context.config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError("run migrations with `modelport migrate` (modelport.storage.migrate), not the alembic CLI")
+
+context.configure(
+    connection=connection,
+    target_metadata=metadata,
+    render_as_batch=connection.dialect.name == "sqlite",
+    compare_type=True,
+)
+with context.begin_transaction():
+    context.run_migrations()
