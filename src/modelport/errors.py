@@ -110,6 +110,14 @@ class QuotaExceeded(ServiceError):
     error_type = "invalid_request_error"
 
 
+class RangeNotSatisfiable(ServiceError):
+    """416: a download's `Range` starts past the end of the file (carries `Content-Range: bytes */size`)."""
+
+    status = 416
+    category = "Range not satisfiable"
+    error_type = "invalid_request_error"
+
+
 class RateLimited(ServiceError):
     """429 rate_limit_exceeded: an RPM window is full."""
 
