@@ -27,10 +27,25 @@ def parse_data_url(value: str) -> tuple[str | None, str] | None:
     return m.group("mime"), m.group("data")
 
 
+_BASE64 = re.compile(r"[A-Za-z0-9+/\-_\s]*={0,2}\s*")
+
+
+def check_base64(b64: str, param: str) -> None:
+    """Reject a payload that is not base64 (standard or URL-safe alphabet), naming the field."""
+    if not b64 or _BASE64.fullmatch(b64) is None:
+        raise InvalidParameters(f"Invalid '{param}': expected base64-encoded data.", param=param)
+
+
 def decoded_size(b64: str) -> int:
     """Size in bytes of the data a base64 string decodes to (without decoding it)."""
     n = len(b64.rstrip("="))
     return n * 3 // 4
+
+
+def check_inline_media(b64: str, param: str) -> None:
+    """Validate an inline base64 payload: base64 alphabet and the 16 MB limit."""
+    check_inline_size(b64, param)
+    check_base64(b64, param)
 
 
 def check_inline_size(b64: str, param: str) -> None:

@@ -144,9 +144,7 @@ class RefusalPart:
 
 
 # Parts a client may send in a message.
-InputPart = (
-    TextPart | ImagePart | FilePart | AudioPart | ToolCallPart | ToolResultPart | ReasoningPart | RefusalPart
-)
+InputPart = TextPart | ImagePart | FilePart | AudioPart | ToolCallPart | ToolResultPart | ReasoningPart | RefusalPart
 # Parts a model produces in a response.
 OutputPart = TextPart | RefusalPart | ReasoningPart | ToolCallPart
 Part = InputPart
