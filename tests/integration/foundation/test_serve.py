@@ -1,0 +1,142 @@
+"""End to end through `modelport serve`: banner, utility endpoints, auth failures, host separation, admin."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.server import RunningServer, run_server
+
+ADMIN_TOKEN = "test-admin-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with run_server(tmp_path_factory.mktemp("serve"), MODELPORT_ADMIN_TOKEN=ADMIN_TOKEN) as running:
+        yield running
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def test_demo_key_answers_the_three_utility_endpoints(server: RunningServer) -> None:
+    assert server.demo_key is not None
+    h = bearer(server.demo_key)
+    validate = httpx.get(server.media_url + "/api/v1/apikey/validate", headers=h)
+    assert validate.status_code == 200
+    body = validate.json()
+    assert body["code"] == 0 and body["message"] == "success"
+    assert body["data"]["valid"] is True and body["data"]["team"]["name"] == "demo"
+    assert validate.headers["x-request-id"].startswith("req_")
+
+    balance = httpx.get(server.media_url + "/api/v1/team/balance", headers=h)
+    assert balance.status_code == 200
+    # Four decimal places, as an exact JSON number.
+    assert '"available_balance":5.0000' in balance.text
+    assert balance.json()["data"]["frozen_balance"] == 0
+
+    models = httpx.get(server.media_url + "/api/v1/models", headers=h)
+    assert models.status_code == 200
+    assert models.json()["data"]["models"] == []  # the default media models are unpublished
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer mp-wrong"}, {"Authorization": "Basic abc"},
+                                     {"x-api-key": "mp-wrong"}])
+def test_media_host_401_shape(server: RunningServer, headers: dict[str, str]) -> None:
+    for path in ("/api/v1/apikey/validate", "/api/v1/team/balance", "/api/v1/models"):
+        r = httpx.get(server.media_url + path, headers=headers)
+        assert r.status_code == 401
+        assert r.json() == {"code": 401, "message": "Authentication failed: invalid team"}
+
+
+def test_text_gateway_auth_headers(server: RunningServer) -> None:
+    key = server.demo_key
+    assert key is not None
+    url = server.text_url + "/v1/models"
+    assert httpx.get(url, headers=bearer(key)).status_code == 200
+    assert httpx.get(url, headers={"x-api-key": key}).status_code == 200
+    assert httpx.get(url, headers={**bearer(key), "x-api-key": key}).status_code == 200
+    for headers in ({}, bearer("mp-nope"), {"x-api-key": "mp-nope"}, {**bearer(key), "x-api-key": key + "x"}):
+        r = httpx.get(url, headers=headers)
+        assert r.status_code == 401, headers
+        assert r.json()["error"]["type"] == "invalid_request_error"
+        assert set(r.json()) == {"error"}
+
+
+def test_revoked_key_is_refused_on_both_hosts(server: RunningServer) -> None:
+    created = server.cli("admin", "key", "create", "demo", "--json")
+    assert created.returncode == 0, created.stderr
+    data = json.loads(created.stdout)
+    assert set(data) >= {"key", "id", "team"}
+    key = data["key"]
+    assert httpx.get(server.media_url + "/api/v1/apikey/validate", headers=bearer(key)).status_code == 200
+    revoked = server.cli("admin", "key", "revoke", data["id"], "--json")
+    assert revoked.returncode == 0 and json.loads(revoked.stdout)["active"] is False
+    assert httpx.get(server.media_url + "/api/v1/apikey/validate", headers=bearer(key)).status_code == 401
+    assert httpx.get(server.text_url + "/v1/models", headers=bearer(key)).status_code == 401
+
+
+def test_hosts_do_not_mix(server: RunningServer) -> None:
+    assert server.demo_key is not None
+    h = bearer(server.demo_key)
+    r = httpx.get(server.text_url + "/api/v1/team/balance", headers=h)
+    assert r.status_code == 404 and r.json()["error"]["type"] == "invalid_request_error"
+    r = httpx.get(server.media_url + "/v1/models", headers=h)
+    assert r.status_code == 404 and r.json()["code"] == 404 and r.json()["message"].startswith("Not found: ")
+    r = httpx.post(server.media_url + "/v1/chat/completions", headers=h, json={})
+    assert r.status_code == 404 and r.json()["code"] == 404
+
+
+def test_openapi_per_host(server: RunningServer) -> None:
+    media = httpx.get(server.media_url + "/openapi.json").json()
+    text = httpx.get(server.text_url + "/openapi.json").json()
+    assert "/api/v1/team/balance" in media["paths"] and "/v1/models" not in media["paths"]
+    assert "/v1/models" in text["paths"] and not any(p.startswith("/api/") for p in text["paths"])
+
+
+def test_admin_api_with_token(server: RunningServer) -> None:
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    url = server.media_url + "/admin/v1"
+    assert httpx.get(url + "/teams").status_code == 401
+    r = httpx.post(url + "/teams", json={"name": "acme"}, headers=admin)
+    assert r.status_code == 200 and r.json()["data"]["tier"] == "free"
+    assert httpx.post(url + "/teams", json={"name": "acme"}, headers=admin).status_code == 409
+    key = httpx.post(url + "/teams/acme/keys", json={"name": "k"}, headers=admin).json()["data"]
+    top = httpx.post(url + "/teams/acme/topups", json={"amount_usd": "12.5"}, headers=admin).json()["data"]
+    assert top["tier_changed"] is True and top["team"]["tier"] == "tier1"
+    bal = httpx.get(server.media_url + "/api/v1/team/balance", headers=bearer(key["key"])).json()["data"]
+    assert str(bal["available_balance"]) == "12.5"
+    bad = httpx.post(url + "/teams/acme/topups", json={"amount_usd": "abc"}, headers=admin)
+    assert bad.status_code == 400 and bad.json()["message"].startswith("Invalid parameters")
+    assert httpx.put(url + "/teams/acme/tier", json={"tier": "nope"}, headers=admin).status_code == 400
+    flags = httpx.patch(url + "/teams/acme", json={"asset_service": True}, headers=admin).json()["data"]
+    assert flags["asset_service"] is True
+    ledger = httpx.get(url + "/teams/acme/ledger", headers=admin).json()["data"]["entries"]
+    assert [e["kind"] for e in ledger] == ["topup"]
+
+
+def test_malformed_json_is_400_in_media_shape(server: RunningServer) -> None:
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}", "content-type": "application/json"}
+    r = httpx.post(server.media_url + "/admin/v1/teams", content=b"{not json", headers=admin)
+    assert r.status_code == 400
+    assert r.json()["code"] == 400 and r.json()["message"].startswith("Invalid parameters: ")
+
+
+def test_admin_routes_absent_without_token(tmp_path: Path) -> None:
+    with run_server(tmp_path) as plain:
+        r = httpx.get(plain.media_url + "/admin/v1/teams", headers={"Authorization": "Bearer anything"})
+        assert r.status_code == 404
+
+
+def test_second_start_reuses_demo_team_and_prints_prefix(tmp_path: Path) -> None:
+    with run_server(tmp_path) as first:
+        assert first.demo_key is not None
+    with run_server(tmp_path) as second:
+        assert second.demo_key is None
+        assert any(first.demo_key[:10] in line and "modelport admin key create demo" in line
+                   for line in second.banner)

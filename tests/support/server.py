@@ -1,0 +1,112 @@
+"""Run `modelport serve` as a real subprocess for end-to-end tests.
+
+Ports are picked by the OS (port 0) and read back from the start-up banner, together with the demo key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+_URL_RE = re.compile(r"^(media host|text gateway):\s+(http://\S+)")
+_KEY_RE = re.compile(r"^demo API key:\s+(\S+)")
+
+
+@dataclass
+class RunningServer:
+    process: subprocess.Popen[str]
+    media_url: str
+    text_url: str
+    demo_key: str | None
+    env: dict[str, str]
+    banner: list[str]
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run `modelport ARGS` against the same data dir and database."""
+        return subprocess.run(
+            [sys.executable, "-m", "modelport", *args], env=self.env, capture_output=True, text=True, timeout=60
+        )
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+
+def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MODELPORT_")}
+    env.update({
+        "MODELPORT_DATA_DIR": str(data_dir),
+        "MODELPORT_AUTH_CACHE_SECONDS": "0",
+        "MODELPORT_LOG_LEVEL": "WARNING",
+    })
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def run_server(data_dir: Path, *args: str, startup_timeout: float = 60, **env_extra: str) -> Iterator[RunningServer]:
+    env = server_env(data_dir, **env_extra)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "modelport", "serve", "--media-port", "0", "--text-port", "0", *args],
+        env=env, stdout=subprocess.PIPE, stderr=None, text=True,
+    )
+    try:
+        server = _read_banner(process, env, startup_timeout)
+        _wait_ready(server, startup_timeout)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _read_banner(process: subprocess.Popen[str], env: dict[str, str], timeout: float) -> RunningServer:
+    assert process.stdout is not None
+    urls: dict[str, str] = {}
+    key: str | None = None
+    banner: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"server exited early with {process.wait()}; banner so far: {banner}")
+        banner.append(line.rstrip("\n"))
+        if m := _URL_RE.match(line):
+            urls[m.group(1)] = m.group(2)
+        if m := _KEY_RE.match(line):
+            key = m.group(1)
+        if line.startswith(("demo API key:", "demo team ")):
+            break
+    if len(urls) != 2:
+        raise RuntimeError(f"no URLs in banner: {banner}")
+    return RunningServer(process, urls["media host"], urls["text gateway"], key, env, banner)
+
+
+def _wait_ready(server: RunningServer, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(server.media_url + "/openapi.json", timeout=2).status_code == 200 and \
+                    httpx.get(server.text_url + "/openapi.json", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if server.process.poll() is not None:
+            raise RuntimeError(f"server exited with {server.process.returncode}")
+        time.sleep(0.1)
+    raise RuntimeError("server did not become ready")
