@@ -1,8 +1,8 @@
 """GCRA (the generic cell rate algorithm), the rate-limit algorithm of both backends.
 
 Why GCRA rather than fixed, sliding-log or sliding-window-counter windows:
-- One number of state per key (the "theoretical arrival time", TAT), so memory does not grow with the
-  limit, and one atomic read-modify-write per request.
+- Constant state per key (the "theoretical arrival time", TAT, and the interval it was counted in), so
+  memory does not grow with the limit, and one atomic read-modify-write per request.
 - Exact, closed-form `remaining`, `reset_at` and `retry_after`; no approximation as in a sliding window
   counter, no per-request entries as in a sliding log.
 - No burst at window edges as in a fixed window: capacity comes back continuously, one request every
