@@ -1,0 +1,58 @@
+"""HTTP `Range: bytes=...` parsing for downloads (RFC 9110 §14).
+
+One range is served as 206. A header we do not understand, or one asking for several ranges, is
+ignored and the whole file is sent (the RFC allows this). A range that starts past the end is 416.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from modelport.errors import RangeNotSatisfiable
+
+_SINGLE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    start: int
+    end: int  # exclusive
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+    def content_range(self, size: int) -> str:
+        return f"bytes {self.start}-{self.end - 1}/{size}"
+
+
+def parse_range(header: str | None, size: int) -> ByteRange | None:
+    """The one range to serve, None for the whole file, or RangeNotSatisfiable."""
+    if not header:
+        return None
+    match = _SINGLE.match(header)
+    if match is None:
+        return None
+    first, last = match.group(1), match.group(2)
+    if not first and not last:
+        return None
+    if not first:
+        # Suffix range: the last N bytes.
+        suffix = int(last)
+        if suffix == 0 or size == 0:
+            raise _unsatisfiable(size)
+        return ByteRange(max(size - suffix, 0), size)
+    start = int(first)
+    if last and int(last) < start:
+        return None  # invalid range-spec: ignore the header
+    if start >= size:
+        raise _unsatisfiable(size)
+    end = min(int(last) + 1, size) if last else size
+    return ByteRange(start, end)
+
+
+def _unsatisfiable(size: int) -> RangeNotSatisfiable:
+    return RangeNotSatisfiable(
+        f"the file has {size} bytes", headers={"Content-Range": f"bytes */{size}"}
+    )

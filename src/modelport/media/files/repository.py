@@ -1,0 +1,115 @@
+"""SQL for the `media_files` table: one function per statement, the same on SQLite and PostgreSQL.
+
+Deletions use `DELETE ... RETURNING`, so a caller removes stored bytes only for rows its own statement
+deleted: two processes deleting (or sweeping) the same file never both act on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, delete, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.storage.tables import media_files
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    id: str
+    team_id: str
+    type: str
+    mime_type: str
+    name: str
+    size_bytes: int
+    storage_key: str
+    created_at_ms: int
+    expires_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    files: int
+    bytes: int
+
+
+def _record(row: Row[Any]) -> FileRecord:
+    m = row._mapping
+    return FileRecord(
+        id=m["id"], team_id=m["team_id"], type=m["type"], mime_type=m["mime_type"], name=m["name"],
+        size_bytes=int(m["size_bytes"]), storage_key=m["storage_key"],
+        created_at_ms=int(m["created_at_ms"]), expires_at_ms=int(m["expires_at_ms"]),
+    )
+
+
+async def insert_file(engine: AsyncEngine, record: FileRecord) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(insert(media_files).values(
+            id=record.id, team_id=record.team_id, type=record.type, mime_type=record.mime_type,
+            name=record.name, size_bytes=record.size_bytes, storage_key=record.storage_key,
+            created_at_ms=record.created_at_ms, expires_at_ms=record.expires_at_ms,
+        ))
+
+
+async def team_usage(engine: AsyncEngine, team_id: str, now_ms: int) -> Usage:
+    """Files and bytes a team holds; expired files not yet swept do not count."""
+    query = select(func.count(), func.coalesce(func.sum(media_files.c.size_bytes), 0)).where(
+        media_files.c.team_id == team_id, media_files.c.expires_at_ms > now_ms
+    )
+    async with engine.connect() as conn:
+        count, total = (await conn.execute(query)).one()
+    return Usage(files=int(count), bytes=int(total))
+
+
+async def list_files(
+    engine: AsyncEngine, team_id: str, now_ms: int, *, limit: int, offset: int
+) -> tuple[list[FileRecord], int]:
+    live = (media_files.c.team_id == team_id, media_files.c.expires_at_ms > now_ms)
+    page = (
+        select(media_files)
+        .where(*live)
+        .order_by(media_files.c.created_at_ms.desc(), media_files.c.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    async with engine.connect() as conn:
+        total = int((await conn.execute(select(func.count()).where(*live))).scalar_one())
+        rows = (await conn.execute(page)).all()
+    return [_record(r) for r in rows], total
+
+
+async def get_live_file(engine: AsyncEngine, file_id: str, now_ms: int) -> FileRecord | None:
+    query = select(media_files).where(media_files.c.id == file_id, media_files.c.expires_at_ms > now_ms)
+    async with engine.connect() as conn:
+        row = (await conn.execute(query)).first()
+    return _record(row) if row is not None else None
+
+
+async def delete_team_file(engine: AsyncEngine, team_id: str, file_id: str) -> FileRecord | None:
+    """Delete one file of the team; the deleted row, or None if the team has no such file."""
+    statement = (
+        delete(media_files)
+        .where(media_files.c.id == file_id, media_files.c.team_id == team_id)
+        .returning(*media_files.c)
+    )
+    async with engine.begin() as conn:
+        row = (await conn.execute(statement)).first()
+    return _record(row) if row is not None else None
+
+
+async def delete_expired(engine: AsyncEngine, now_ms: int, *, batch: int) -> list[FileRecord]:
+    """Delete up to `batch` expired rows; returns exactly the rows this call deleted."""
+    # SKIP LOCKED (PostgreSQL) lets concurrent sweepers take disjoint batches instead of queueing on
+    # the same rows; SQLite ignores it and serialises writers anyway.
+    expired = (
+        select(media_files.c.id)
+        .where(media_files.c.expires_at_ms <= now_ms)
+        .order_by(media_files.c.expires_at_ms)
+        .limit(batch)
+        .with_for_update(skip_locked=True)
+    )
+    statement = delete(media_files).where(media_files.c.id.in_(expired)).returning(*media_files.c)
+    async with engine.begin() as conn:
+        rows = (await conn.execute(statement)).all()
+    return [_record(r) for r in rows]

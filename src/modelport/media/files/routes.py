@@ -1,0 +1,132 @@
+"""HTTP routes of team media files, and `install` (start-up hooks: the sweeper, the http:// warning).
+
+- `POST   /api/v1/media/files`            upload (multipart/form-data, form part `file`)
+- `GET    /api/v1/media/files`            list the team's live files (`limit`, `offset`)
+- `DELETE /api/v1/media/files/{file_id}`  delete one of the team's files
+- `GET    /files/{file_id}?expires=&signature=`  public signed download (no API key), with Range support
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from modelport.accounts.auth import AuthContext
+from modelport.apps.deps import get_runtime, media_auth
+from modelport.apps.envelope import ok
+from modelport.errors import NotFound, PayloadTooLarge
+from modelport.media.files.binding import files_service
+from modelport.media.files.multipart import BODY_OVERHEAD_BYTES, FormFileReader, multipart_boundary
+from modelport.media.files.ranges import parse_range
+from modelport.media.files.repository import FileRecord
+from modelport.media.files.storage import ObjectMissing
+from modelport.media.files.sweeper import Sweeper
+from modelport.runtime import Runtime
+
+log = logging.getLogger("modelport.media.files")
+router = APIRouter(tags=["media files"])
+
+_UPLOAD_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                }
+            }
+        },
+    }
+}
+
+
+@router.post("/api/v1/media/files", summary="Upload one image, video or audio file", openapi_extra=_UPLOAD_BODY)
+async def upload_file(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
+    service = files_service(get_runtime(request))
+    boundary = multipart_boundary(request.headers.get("content-type"))
+    max_body = service.settings.max_upload_bytes + BODY_OVERHEAD_BYTES
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_body:
+        # Certain to be over the limit: refuse before reading a byte.
+        raise PayloadTooLarge(f"the upload exceeds the limit of {service.settings.max_upload_bytes} bytes")
+    reader = FormFileReader(request.stream(), boundary, field="file", max_body_bytes=max_body)
+    view = await service.upload(auth.team_id, reader, lambda: reader.filename)
+    return ok(view)
+
+
+@router.get("/api/v1/media/files", summary="List the team's files that have not expired, newest first")
+async def list_files(
+    request: Request, limit: int = 20, offset: int = 0, auth: AuthContext = Depends(media_auth)
+) -> Response:
+    service = files_service(get_runtime(request))
+    return ok(await service.list_page(auth.team_id, limit=limit, offset=offset))
+
+
+@router.delete("/api/v1/media/files/{file_id}", summary="Delete one of the team's files")
+async def delete_file(request: Request, file_id: str, auth: AuthContext = Depends(media_auth)) -> Response:
+    service = files_service(get_runtime(request))
+    return ok(await service.delete(auth.team_id, file_id))
+
+
+@router.api_route("/files/{file_id}", methods=["GET", "HEAD"], include_in_schema=False)
+async def download_file(
+    request: Request, file_id: str, expires: str | None = None, signature: str | None = None
+) -> Response:
+    service = files_service(get_runtime(request))
+    record = await service.find_signed(file_id, expires, signature)
+    headers = _download_headers(record)
+    if_range = request.headers.get("if-range")
+    byte_range = None
+    if if_range is None or if_range.strip() == headers["ETag"]:
+        byte_range = parse_range(request.headers.get("range"), record.size_bytes)
+    start, end, status = 0, record.size_bytes, 200
+    if byte_range is not None:
+        start, end, status = byte_range.start, byte_range.end, 206
+        headers["Content-Range"] = byte_range.content_range(record.size_bytes)
+    headers["Content-Length"] = str(end - start)
+    if request.method == "HEAD":
+        return Response(status_code=status, headers=headers, media_type=record.mime_type)
+    try:
+        chunks = await service.store.open_range(record.storage_key, start, end)
+    except ObjectMissing as exc:
+        log.error("media file %s has a record but no stored bytes", record.id)
+        raise NotFound("the file does not exist or has expired") from exc
+    return StreamingResponse(chunks, status_code=status, headers=headers, media_type=record.mime_type)
+
+
+def _download_headers(record: FileRecord) -> dict[str, str]:
+    return {
+        "Accept-Ranges": "bytes",
+        # Stored files never change, so the id is a strong validator.
+        "ETag": f'"{record.id}"',
+        "Cache-Control": "private, max-age=3600",
+        "Content-Disposition": f"inline; filename*=UTF-8''{quote(record.name, safe='')}",
+        # We serve what we detected; a browser must not second-guess it into something executable.
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "default-src 'none'; sandbox",
+    }
+
+
+def install(runtime: Runtime) -> None:
+    """Register the sweeper with the runtime's start-up/shut-down hooks."""
+    service = files_service(runtime)
+    sweeper = Sweeper(service, runtime.settings.files.sweep_interval_seconds)
+
+    async def on_startup() -> None:
+        if service.public_base_url.startswith("http://"):
+            log.warning(
+                "public media URL %s is plain http: acceptable for local development and tests only; "
+                "set MODELPORT_PUBLIC_MEDIA_URL to an https:// URL in production",
+                service.public_base_url,
+            )
+        await sweeper.start()
+
+    runtime.on_startup(on_startup)
+    runtime.on_shutdown(sweeper.stop)
