@@ -143,8 +143,30 @@ class RefusalPart:
     extras: dict[str, Any] = field(default_factory=_no_extras, compare=False)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpaquePart:
+    """A block of one protocol with no canonical meaning, kept verbatim (e.g. Anthropic ``server_tool_use``,
+    ``web_search_tool_result``, ``compaction``). Only the codec named by `protocol` re-emits `data`;
+    every other encoder skips the part."""
+
+    kind: ClassVar[str] = "opaque"
+    protocol: str
+    data: dict[str, Any]
+    extras: dict[str, Any] = field(default_factory=_no_extras, compare=False)
+
+
 # Parts a client may send in a message.
-InputPart = TextPart | ImagePart | FilePart | AudioPart | ToolCallPart | ToolResultPart | ReasoningPart | RefusalPart
+InputPart = (
+    TextPart
+    | ImagePart
+    | FilePart
+    | AudioPart
+    | ToolCallPart
+    | ToolResultPart
+    | ReasoningPart
+    | RefusalPart
+    | OpaquePart
+)
 # Parts a model produces in a response.
-OutputPart = TextPart | RefusalPart | ReasoningPart | ToolCallPart
+OutputPart = TextPart | RefusalPart | ReasoningPart | ToolCallPart | OpaquePart
 Part = InputPart
