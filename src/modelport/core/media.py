@@ -52,7 +52,7 @@ def check_inline_size(b64: str, param: str) -> None:
     """Reject inline media over the 16 MB limit, naming the offending field."""
     if decoded_size(b64) > INLINE_MEDIA_MAX_BYTES:
         raise InvalidParameters(
-            f"inline data in {param} exceeds the {INLINE_MEDIA_MAX_BYTES // (1024 * 1024)} MB limit",
+            f"Invalid '{param}': inline data exceeds the {INLINE_MEDIA_MAX_BYTES // (1024 * 1024)} MB limit.",
             param=param,
         )
 
