@@ -1,4 +1,4 @@
-"""HTTP routes of team media files, and `install` (start-up hooks: the sweeper, the http:// warning).
+"""HTTP routes of team media files, and `install` (start-up hooks: the retention sweeper).
 
 - `POST   /api/v1/media/files`            upload (multipart/form-data, form part `file`)
 - `GET    /api/v1/media/files`            list the team's live files (`limit`, `offset`)
@@ -119,14 +119,6 @@ def install(runtime: Runtime) -> None:
     service = files_service(runtime)
     sweeper = Sweeper(service, runtime.settings.files.sweep_interval_seconds)
 
-    async def on_startup() -> None:
-        if service.public_base_url.startswith("http://"):
-            log.warning(
-                "public media URL %s is plain http: acceptable for local development and tests only; "
-                "set MODELPORT_PUBLIC_MEDIA_URL to an https:// URL in production",
-                service.public_base_url,
-            )
-        await sweeper.start()
-
-    runtime.on_startup(on_startup)
+    # (The plain-http public URL warning is printed by `modelport serve` at start-up.)
+    runtime.on_startup(sweeper.start)
     runtime.on_shutdown(sweeper.stop)
