@@ -20,7 +20,20 @@ import pytest
 from tests.support.cassettes import Interaction, interactions
 from tests.support.openapi_schema import assert_valid
 
-from modelport.core import AudioPart, FilePart, ImagePart, TextPart, ToolCallPart, ToolResultPart
+from modelport.core import (
+    AudioPart,
+    CanonicalRequest,
+    FilePart,
+    ImagePart,
+    Message,
+    ReasoningConfig,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolChoice,
+    ToolResultPart,
+    ToolSpec,
+)
 from modelport.protocols.openai_chat import decode_request, encode_request
 from modelport.protocols.openai_chat.request_decode import _CANONICAL_FIELDS
 
@@ -165,3 +178,68 @@ def test_encoded_file_and_audio_parts_are_valid_per_spec() -> None:
         "file_data": "data:application/pdf;base64,JVBERi0=",
     }
     assert plain["messages"][0]["content"][1]["file"] == {"file_id": "https://example.com/v.mp4", "format": "video/mp4"}
+
+
+def test_request_from_another_protocol_encodes_to_valid_chat() -> None:
+    """A canonical request as the Messages decoder builds it: tool results inside a user message,
+    an image returned by a tool, reasoning on the assistant turn, several system blocks."""
+    req = CanonicalRequest(
+        model="anthropic/claude",
+        system=[TextPart(text="Be brief.", extras={"cache_control": {"type": "ephemeral"}}), TextPart(text="Be kind.")],
+        messages=[
+            Message(role="user", parts=[TextPart(text="Weather?")]),
+            Message(
+                role="assistant",
+                parts=[
+                    ReasoningPart(text="need tool", signature="sig"),
+                    TextPart(text="Checking."),
+                    ToolCallPart(id="toolu_1", name="weather", arguments='{"city":"Paris"}'),
+                ],
+            ),
+            Message(
+                role="user",
+                parts=[
+                    ToolResultPart(
+                        tool_call_id="toolu_1",
+                        content=(TextPart(text="Sunny"), ImagePart(data="iVBORw0=", media_type="image/png")),
+                    ),
+                    TextPart(text="And tomorrow?"),
+                ],
+            ),
+        ],
+        tools=[ToolSpec(name="weather", description="Get weather", parameters={"type": "object"})],
+        tool_choice=ToolChoice(mode="named", name="weather"),
+        max_output_tokens=1024,
+        stop=["END"],
+        stream=True,
+        include_usage=True,
+        reasoning=ReasoningConfig(budget_tokens=4000),
+        source_protocol="anthropic_messages",
+        extras={"top_k": 5},
+    )
+    body = encode_request(req, "gpt-4o")
+    assert_valid(body, "CreateChatCompletionRequest")
+    assert "top_k" not in body  # another protocol's extras never leak
+    assert body["messages"] == [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "Be kind."}]},
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": "Checking.",
+            "tool_calls": [
+                {"id": "toolu_1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Paris"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "Sunny"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "And tomorrow?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0="}},
+            ],
+        },
+    ]
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "weather"}}
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["max_completion_tokens"] == 1024 and body["stop"] == ["END"]
+    assert body["reasoning_effort"] == "medium"

@@ -18,6 +18,9 @@ from tests.support.cassettes import Interaction, interactions, sse_file
 from tests.support.openapi_schema import assert_valid
 
 from modelport.core import (
+    Finish,
+    RefusalDelta,
+    ResponseStart,
     StopReason,
     StreamAccumulator,
     StreamEvent,
@@ -197,8 +200,6 @@ def test_non_stream_answer_streams_as_the_same_facts(it: Interaction) -> None:
 
 
 def test_refusal_stream_starts_with_null_content() -> None:
-    from modelport.core import Finish, RefusalDelta, ResponseStart
-
     body = _encode([ResponseStart("x", "m", 5), RefusalDelta(0, "No."), Finish(StopReason.REFUSAL)], False)
     chunks = _raw_chunks(body.decode())
     assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": None, "refusal": ""}
