@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 
 from modelport.apps.errors import install_error_handlers
 from modelport.apps.request_id import RequestIdMiddleware
-from modelport.gateway import models_route
+from modelport.gateway import models_route, routes
+from modelport.gateway.assembly import build_gateway
 from modelport.runtime import Runtime
 from modelport.settings import Settings, load_settings
 
@@ -37,19 +37,8 @@ def create_text_app(runtime: Runtime | None = None, settings: Settings | None = 
     app.state.runtime = runtime
     install_error_handlers(app, "text")
     app.include_router(models_route.router)
-    for router in _gateway_routers():
-        app.include_router(router)
+    app.include_router(routes.router)
+    app.state.gateway = build_gateway(runtime)
     app.add_middleware(RequestIdMiddleware, host="text")
     return app
 
-
-def _gateway_routers() -> list[APIRouter]:
-    """The protocol routes, once the gateway pipeline module exists."""
-    try:
-        module = importlib.import_module("modelport.gateway.routes")
-    except ModuleNotFoundError as exc:
-        if exc.name != "modelport.gateway.routes":
-            raise
-        return []
-    router: APIRouter = module.router
-    return [router]

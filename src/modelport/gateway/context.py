@@ -1,0 +1,46 @@
+"""What the pipeline knows about one text request as it moves through the steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from modelport.accounts.auth import AuthContext
+from modelport.catalog_spec import TextModel
+from modelport.core.codec import ProtocolCodec
+from modelport.core.messages import CanonicalRequest
+from modelport.core.usage import Usage
+
+
+@dataclass(slots=True)
+class RequestContext:
+    request_id: str
+    endpoint: str  # chat.completions | responses | messages
+    protocol: str  # the client's wire protocol
+    codec: ProtocolCodec
+    auth: AuthContext
+    body: dict[str, Any]
+    canonical: CanonicalRequest
+    model: TextModel
+    stream: bool
+    session_id: str | None
+    svc_user_id: str | None
+    headers: dict[str, str]  # forwarded protocol headers (anthropic-version, anthropic-beta)
+    started_ms: int
+    # Filled in by admission (billing) and by the call.
+    held_micros: int = 0
+    extra_response_headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How the request ended, for settlement and the request log."""
+
+    status: str  # success | error | cancelled
+    http_status: int
+    usage: Usage | None = None
+    error: str | None = None
+    # Text produced so far (characters), to estimate output when a stream is abandoned without usage.
+    produced_chars: int = 0
+    result: Any = None
+    deployment: str | None = None

@@ -1,0 +1,193 @@
+"""Answering the client once the upstream has answered 200: whole bodies and SSE streams.
+
+Fast path (same protocol): upstream SSE events are relayed one by one as they arrive, unchanged but for
+a Chat usage chunk the client did not ask for; usage is read on the side. Translated path: upstream
+events are decoded to the canonical stream and encoded in the client's protocol. Either way a stream that
+breaks, or ends without its protocol's final event, is closed with the client protocol's error event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+
+from modelport.core.accumulate import StreamAccumulator
+from modelport.core.events import StreamError, TextDelta, UsageUpdate
+from modelport.core.response import CanonicalResponse
+from modelport.core.sse import SSEParser
+from modelport.errors import UpstreamError
+from modelport.gateway.context import Outcome, RequestContext
+from modelport.gateway.upstream_call import OpenCall
+from modelport.upstreams.transport import UpstreamStreamBroken
+
+STREAM_BROKEN_MESSAGE = "the upstream stream ended unexpectedly"
+
+
+def sse_frame(event: str | None, data: str) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {data}\n\n".encode()
+
+
+def _terminal(protocol: str, event: str | None, data: str) -> bool:
+    if protocol == "openai_chat":
+        return data.strip() == "[DONE]"
+    if protocol == "anthropic_messages":
+        return event in ("message_stop", "error")
+    kind = event
+    if kind is None and '"type"' in data:
+        try:
+            kind = orjson.loads(data).get("type")
+        except orjson.JSONDecodeError:
+            kind = None
+    return kind in ("response.completed", "response.incomplete", "response.failed", "error")
+
+
+def _is_error_event(protocol: str, event: str | None, data: str) -> bool:
+    if protocol == "openai_chat":
+        return data.startswith('{"error"')
+    return event in ("error", "response.failed")
+
+
+def _is_usage_only_chunk(data: str) -> bool:
+    if '"usage"' not in data or '"choices"' not in data:
+        return False
+    try:
+        chunk = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(chunk, dict) and chunk.get("choices") == [] and chunk.get("usage") is not None
+
+
+# ---------------------------------------------------------------- non-streaming
+
+
+def fast_body(ctx: RequestContext, call: OpenCall, payload: bytes, outcome: Outcome) -> bytes:
+    """The upstream body as is; usage read from it."""
+    try:
+        parsed: Any = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamError("the upstream answered with a body that is not JSON") from exc
+    if isinstance(parsed, dict):
+        outcome.usage = ctx.codec.usage_from_body(parsed)
+        outcome.result = parsed
+    return payload
+
+
+def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, response_id: str,
+                    outcome: Outcome) -> bytes:
+    try:
+        parsed: Any = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamError("the upstream answered with a body that is not JSON") from exc
+    if not isinstance(parsed, dict):
+        raise UpstreamError("the upstream answered with an unexpected body")
+    canonical: CanonicalResponse = call.upstream_codec.decode_response(parsed)
+    canonical.id = response_id
+    canonical.model = ctx.canonical.model
+    outcome.usage = canonical.usage
+    encoded = ctx.codec.encode_response(canonical, ctx.canonical.model)
+    outcome.result = encoded
+    return orjson.dumps(encoded)
+
+
+# ---------------------------------------------------------------- streaming
+
+
+async def fast_stream(ctx: RequestContext, call: OpenCall, outcome: Outcome,
+                      finish: Callable[[], None]) -> AsyncIterator[bytes]:
+    parser = SSEParser()
+    sniffer = ctx.codec.usage_sniffer()
+    protocol = ctx.protocol
+    done = False
+    assert call.reply.chunks is not None
+    try:
+        try:
+            async for chunk in call.reply.chunks:
+                out: list[bytes] = []
+                for sse in parser.feed(chunk):
+                    sniffer.feed(sse.event, sse.data)
+                    if _terminal(protocol, sse.event, sse.data):
+                        done = True
+                    if _is_error_event(protocol, sse.event, sse.data):
+                        outcome.status, outcome.error = "error", "upstream error event in stream"
+                    if call.strip_usage_chunk and _is_usage_only_chunk(sse.data):
+                        continue
+                    outcome.produced_chars += 4  # ~1 token per streamed delta (see Outcome)
+                    out.append(sse_frame(sse.event, sse.data))
+                if out:
+                    yield b"".join(out)
+        except UpstreamStreamBroken:
+            done = False
+        if not done:
+            outcome.status, outcome.error = "error", STREAM_BROKEN_MESSAGE
+            encoder = ctx.codec.stream_encoder(ctx.canonical.model, ctx.request_id, False)
+            yield encoder.error(STREAM_BROKEN_MESSAGE)
+    except BaseException:
+        if outcome.status == "success":
+            outcome.status, outcome.error = "cancelled", "client disconnected"
+        raise
+    finally:
+        outcome.usage = sniffer.usage
+        await call.reply.release()
+        finish()
+
+
+async def translated_stream(ctx: RequestContext, call: OpenCall, response_id: str, outcome: Outcome,
+                            finish: Callable[[], None]) -> AsyncIterator[bytes]:
+    parser = SSEParser()
+    decoder = call.upstream_codec.stream_decoder()
+    encoder = ctx.codec.stream_encoder(ctx.canonical.model, response_id, ctx.canonical.include_usage)
+    accumulator = StreamAccumulator()
+    done = False
+    assert call.reply.chunks is not None
+
+    def encode_all(events: list[Any]) -> bytes:
+        nonlocal done
+        out: list[bytes] = []
+        for event in events:
+            accumulator.feed(event)
+            if isinstance(event, TextDelta):
+                outcome.produced_chars += len(event.text)
+            elif isinstance(event, UsageUpdate):
+                outcome.usage = event.usage
+            elif isinstance(event, StreamError):
+                outcome.status, outcome.error = "error", event.message
+                done = True
+                out.append(encoder.error(event.message, event.type))
+                return b"".join(out)
+            out.append(encoder.encode(event))
+        return b"".join(out)
+
+    try:
+        try:
+            async for chunk in call.reply.chunks:
+                for sse in parser.feed(chunk):
+                    if _terminal(call.upstream_protocol, sse.event, sse.data) and not _is_error_event(
+                        call.upstream_protocol, sse.event, sse.data
+                    ):
+                        done = True
+                    data = encode_all(decoder.feed(sse.event, sse.data))
+                    if data:
+                        yield data
+                    if outcome.status == "error":
+                        return
+            tail = encode_all(decoder.close())
+            if tail:
+                yield tail
+        except UpstreamStreamBroken:
+            done = False
+        if done:
+            yield encoder.close()
+        else:
+            outcome.status, outcome.error = "error", STREAM_BROKEN_MESSAGE
+            yield encoder.error(STREAM_BROKEN_MESSAGE)
+    except BaseException:
+        if outcome.status == "success":
+            outcome.status, outcome.error = "cancelled", "client disconnected"
+        raise
+    finally:
+        outcome.result = accumulator
+        await call.reply.release()
+        finish()

@@ -1,0 +1,76 @@
+"""Which deployment serves a request: catalog lookup, order, session affinity and cooldowns.
+
+Order: with a session id, rendezvous hashing ranks the deployments, so a session stays on one deployment
+for as long as it is healthy and moves only if that one fails (no shared state needed: every process and
+machine computes the same ranking). Without one, a rotating start spreads load. Deployments that failed
+recently (429, 5xx, connection errors) sit out a cooldown and are tried last.
+
+Cooldowns are kept per process: they are an optimisation (a failing deployment is still retried
+correctly), so sharing them through Redis is not needed for correctness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+from dataclasses import dataclass
+
+from modelport.catalog_spec import Deployment, TextModel
+
+DEFAULT_COOLDOWN_SECONDS = 30.0
+FAILURES_BEFORE_COOLDOWN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    key: str
+    deployment: Deployment
+
+
+class DeploymentRouter:
+    def __init__(self, *, cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS) -> None:
+        self._cooldown_seconds = cooldown_seconds
+        self._cooling_until: dict[str, float] = {}
+        self._failures: dict[str, int] = {}
+        self._rotation = itertools.count()
+
+    def plan(self, model: TextModel, session: str | None) -> list[Candidate]:
+        candidates = [Candidate(f"{model.id}#{i}", d) for i, d in enumerate(model.deployments)]
+        if len(candidates) > 1:
+            if session:
+                candidates.sort(key=lambda c: _rank(session, c.key), reverse=True)
+            else:
+                shift = next(self._rotation) % len(candidates)
+                candidates = candidates[shift:] + candidates[:shift]
+        now = time.monotonic()
+        healthy = [c for c in candidates if self._cooling_until.get(c.key, 0.0) <= now]
+        cooling = [c for c in candidates if self._cooling_until.get(c.key, 0.0) > now]
+        return healthy + cooling
+
+    def is_cooling(self, candidate: Candidate) -> bool:
+        return self._cooling_until.get(candidate.key, 0.0) > time.monotonic()
+
+    def retry_after(self, candidates: list[Candidate]) -> int:
+        now = time.monotonic()
+        waits = [self._cooling_until.get(c.key, 0.0) - now for c in candidates]
+        return max(1, int(min(waits, default=1.0) + 0.999))
+
+    def fail(self, candidate: Candidate, *, rate_limited: bool, retry_after: float | None = None) -> None:
+        """Record a failure. An upstream 429 cools the deployment at once (for its Retry-After if given);
+        other failures (5xx, connection errors) only after `FAILURES_BEFORE_COOLDOWN` in a row, so one
+        transient error does not take a single-deployment model offline."""
+        failures = self._failures.get(candidate.key, 0) + 1
+        self._failures[candidate.key] = failures
+        if not rate_limited and failures < FAILURES_BEFORE_COOLDOWN:
+            return
+        seconds = retry_after if retry_after and retry_after > 0 else self._cooldown_seconds
+        self._cooling_until[candidate.key] = time.monotonic() + min(seconds, 600.0)
+
+    def succeed(self, candidate: Candidate) -> None:
+        self._failures.pop(candidate.key, None)
+        self._cooling_until.pop(candidate.key, None)
+
+
+def _rank(session: str, key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{session}|{key}".encode(), digest_size=8).digest(), "big")

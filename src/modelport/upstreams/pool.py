@@ -1,0 +1,46 @@
+"""One pooled client per upstream, created on first use and closed at shutdown."""
+
+from __future__ import annotations
+
+import os
+
+import aiohttp
+
+from modelport.catalog_spec import Deployment
+from modelport.upstreams.kinds import endpoint_url
+from modelport.upstreams.local_model import LocalModel
+from modelport.upstreams.transport import HttpTransport, LocalTransport, Transport
+
+
+class UpstreamPool:
+    def __init__(self) -> None:
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self._local: dict[str, LocalModel] = {}
+
+    def transport(self, deployment: Deployment) -> Transport:
+        if deployment.kind == "local":
+            model = self._local.get(deployment.model)
+            if model is None:
+                model = self._local[deployment.model] = LocalModel(name=deployment.model)
+            return LocalTransport(model)
+        url = endpoint_url(deployment)
+        origin = url.split("/", 3)[:3]
+        key = "/".join(origin)
+        session = self._sessions.get(key)
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=60)
+            session = aiohttp.ClientSession(connector=connector, auto_decompress=True, trust_env=False)
+            self._sessions[key] = session
+        return HttpTransport(session, url, read_timeout=deployment.timeout_seconds)
+
+    @staticmethod
+    def api_key(deployment: Deployment) -> str | None:
+        return os.environ.get(deployment.api_key_env) if deployment.api_key_env else None
+
+    async def close(self) -> None:
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()
+        for model in self._local.values():
+            model.close()
+        self._local.clear()

@@ -1,0 +1,118 @@
+"""How the gateway talks to an upstream: HTTP (pooled aiohttp sessions) or the in-process local model.
+
+A transport sends one JSON request and returns an `UpstreamReply` with the status and either the whole
+body or an async iterator of raw body chunks (for SSE). Connection-level failures raise
+`UpstreamUnreachable`; HTTP error statuses are returned, for the caller to judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import aiohttp
+import orjson
+
+from modelport.errors import InvalidParameters
+from modelport.upstreams.local_model import LocalModel
+
+
+class UpstreamUnreachable(Exception):
+    """Connecting, sending or reading failed before a status was received (retryable)."""
+
+
+class UpstreamStreamBroken(Exception):
+    """The body stopped mid-way (connection lost or read timeout)."""
+
+
+async def _nothing() -> None:
+    return None
+
+
+@dataclass
+class UpstreamReply:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes | None = None
+    chunks: AsyncIterator[bytes] | None = None
+    release: Callable[[], Awaitable[None]] = field(default=_nothing)
+
+    async def read_all(self) -> bytes:
+        if self.body is not None:
+            return self.body
+        assert self.chunks is not None
+        parts = [chunk async for chunk in self.chunks]
+        return b"".join(parts)
+
+
+class Transport(Protocol):
+    async def send(self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool) -> UpstreamReply: ...
+
+
+class HttpTransport:
+    def __init__(self, session: aiohttp.ClientSession, url: str, *, read_timeout: float) -> None:
+        self._session = session
+        self._url = url
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
+
+    async def send(self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool) -> UpstreamReply:
+        data = orjson.dumps(body)
+        try:
+            response = await self._session.post(
+                self._url, data=data, headers={**headers, "content-type": "application/json"},
+                timeout=self._timeout,
+            )
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise UpstreamUnreachable(type(exc).__name__) from exc
+        content_type = response.headers.get("content-type", "")
+        if not stream or response.status != 200 or "text/event-stream" not in content_type:
+            try:
+                payload = await response.read()
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                response.release()
+                raise UpstreamUnreachable(type(exc).__name__) from exc
+            response.release()
+            return UpstreamReply(response.status, response.headers, body=payload)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in response.content.iter_any():
+                    yield chunk
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                raise UpstreamStreamBroken(type(exc).__name__) from exc
+
+        async def release() -> None:
+            response.release() if response.closed else response.close()
+
+        return UpstreamReply(response.status, response.headers, chunks=chunks(), release=release)
+
+
+class LocalTransport:
+    """The embedded model behind the same interface; it speaks Chat Completions."""
+
+    def __init__(self, model: LocalModel) -> None:
+        self._model = model
+
+    async def send(self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool) -> UpstreamReply:
+        try:
+            if not stream:
+                completion = await self._model.complete(body)
+                return UpstreamReply(200, {"content-type": "application/json"}, body=orjson.dumps(completion))
+            generator = self._model.stream(body)
+        except InvalidParameters as exc:
+            error = {"error": {"message": exc.text_message, "type": "invalid_request_error", "param": exc.param}}
+            return UpstreamReply(400, {"content-type": "application/json"}, body=orjson.dumps(error))
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in generator:
+                    yield b"data: " + orjson.dumps(chunk) + b"\n\n"
+                yield b"data: [DONE]\n\n"
+            finally:
+                await generator.aclose()
+
+        async def release() -> None:
+            await generator.aclose()
+
+        return UpstreamReply(200, {"content-type": "text/event-stream"}, chunks=chunks(), release=release)
