@@ -29,7 +29,8 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(level: str = "INFO", *, json_lines: bool = True) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if json_lines else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    plain = logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+    handler.setFormatter(JsonFormatter() if json_lines else plain)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts.auth import Authenticator
 from modelport.catalog import CatalogStore
+from modelport.ratelimit import make_limiters
 from modelport.settings import Settings
 from modelport.storage.db import create_engine
 
@@ -49,6 +50,8 @@ class Runtime:
         self.secret_key = ensure_secret_key(settings)
         self.auth = Authenticator(self.db, ttl=settings.auth_cache_seconds)
         self.catalog = CatalogStore(self.db)
+        # Shared between processes only through Redis; in-process limits hold for one process.
+        self.limiters = make_limiters(settings.redis_url, settings.ratelimit_prefix)
         self._startup: list[Hook] = []
         self._shutdown: list[Hook] = []
         self._opened = 0
@@ -77,4 +80,5 @@ class Runtime:
             except Exception:
                 log.exception("shutdown hook failed")
         await self.auth.drain()
+        await self.limiters.aclose()
         await self.db.dispose()

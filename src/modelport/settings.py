@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = None
     # How long a resolved API key stays cached in a process; revocation takes effect within this bound.
     auth_cache_seconds: float = Field(default=5.0, ge=0)
+    # Key prefix of rate-limit state in Redis; processes that share limits use the same prefix.
+    ratelimit_prefix: str = "modelport"
     demo_team: str = "demo"
     demo_balance_usd: Decimal = Field(default=Decimal(5), ge=0)
     log_level: str = "INFO"

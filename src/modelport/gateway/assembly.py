@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from modelport.gateway.accounting import Accounting, NoAccounting
+from modelport.billing.settlement import SettlementWriter
+from modelport.gateway.accounting import Accounting
+from modelport.gateway.metering import Metering
 from modelport.gateway.pipeline import TextGateway
 from modelport.gateway.routing import DeploymentRouter
 from modelport.gateway.upstream_call import UpstreamCaller
@@ -14,4 +16,14 @@ def build_gateway(runtime: Runtime, accounting: Accounting | None = None) -> Tex
     pool = UpstreamPool()
     runtime.on_shutdown(pool.close)
     caller = UpstreamCaller(pool, DeploymentRouter())
-    return TextGateway(runtime, caller, accounting or NoAccounting())
+    return TextGateway(runtime, caller, accounting or build_metering(runtime))
+
+
+def build_metering(runtime: Runtime) -> Metering:
+    settlements = SettlementWriter(runtime.db)
+    metering = Metering(runtime.settings, runtime.db, runtime.limiters, settlements, log_sink=None)
+    runtime.on_startup(settlements.start)
+    # Shutdown hooks run in reverse: leases are released before the last settlements are written.
+    runtime.on_shutdown(settlements.close)
+    runtime.on_shutdown(metering.drain)
+    return metering

@@ -6,9 +6,8 @@ workers) or is None.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import importlib
+from collections.abc import Callable
 
 from fastapi import APIRouter
 

@@ -44,11 +44,6 @@ class Delta:
 
 
 @dataclass(frozen=True)
-class Started:
-    """The job left the queue and the model is evaluating the prompt."""
-
-
-@dataclass(frozen=True)
 class Finished:
     finish_reason: str
     prompt_tokens: int
@@ -60,7 +55,7 @@ class Failed:
     error: ServiceError
 
 
-Event = Started | Delta | Finished | Failed
+Event = Delta | Finished | Failed
 
 
 @dataclass
@@ -86,21 +81,24 @@ class EnginePool:
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-        self._running = 0
+        self._active: dict[int, Job] = {}  # id(job) -> job, for the jobs being generated
 
     @property
     def running(self) -> int:
         """Jobs being generated right now (queued jobs not counted)."""
         with self._lock:
-            return self._running
+            return len(self._active)
 
     def submit(self, job: Job) -> None:
         self._start_workers()
         self._jobs.put(job)
 
     def close(self, timeout: float = 10.0) -> None:
+        """Cancel the running jobs and stop the workers (queued jobs are dropped unanswered)."""
         with self._lock:
             threads, self._threads = self._threads, []
+            for job in self._active.values():
+                job.cancel.set()
         for _ in threads:
             self._jobs.put(None)
         for t in threads:
@@ -120,11 +118,10 @@ class EnginePool:
             if job.cancel.is_set():
                 continue
             with self._lock:
-                self._running += 1
+                self._active[id(job)] = job
             try:
                 if model is None:
                     model = self._load(index)
-                job.emit(Started())
                 job.emit(_generate(model, job))
             except ServiceError as exc:
                 job.emit(Failed(exc))
@@ -133,7 +130,7 @@ class EnginePool:
                 job.emit(Failed(_convert(exc)))
             finally:
                 with self._lock:
-                    self._running -= 1
+                    del self._active[id(job)]
         if model is not None:
             model.close()
 

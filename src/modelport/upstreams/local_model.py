@@ -34,7 +34,6 @@ from modelport.upstreams.local_engine import (
     Failed,
     Finished,
     Job,
-    Started,
 )
 from modelport.upstreams.local_request import (
     LocalRequest,
@@ -98,7 +97,9 @@ class LocalModel:
         """``chat.completion.chunk`` dicts: a role chunk, one chunk per text delta, a chunk with
         `finish_reason`, and with ``stream_options.include_usage`` a ``choices: []`` usage chunk.
 
-        Validates now (raising `InvalidParameters`); generation starts at the first iteration.
+        Validates now (raising `InvalidParameters`); generation starts at the first iteration, which
+        raises `InvalidParameters` (code ``context_length_exceeded``) if the prompt does not fit: a
+        caller that awaits the first chunk before answering can still send a plain 400.
         """
         request = parse_request(body, default_max_tokens=self._default_max_tokens)
         return self._chunks(request)
@@ -108,16 +109,20 @@ class LocalModel:
         await self.complete({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
 
     def close(self) -> None:
-        """Stop the worker threads and free the model (blocks until the current jobs end)."""
+        """Cancel running generations, stop the worker threads and free the model (blocks briefly)."""
         self._pool.close()
 
     async def _chunks(self, request: LocalRequest) -> AsyncGenerator[dict[str, Any], None]:
         cid, created, usage = new_completion_id(), int(time.time()), request.include_usage
+        role_sent = False
         async with contextlib.aclosing(self._events(request)) as events:
             async for event in events:
-                if isinstance(event, Started):
+                # The role chunk waits for the first result, so that an error found when the prompt is
+                # evaluated (context too long) surfaces at the first iteration, before any chunk.
+                if not role_sent:
+                    role_sent = True
                     yield chunk_dict(cid, created, self.name, {"role": "assistant", "content": ""}, None, usage)
-                elif isinstance(event, Delta):
+                if isinstance(event, Delta):
                     yield chunk_dict(cid, created, self.name, {"content": event.text}, None, usage)
                 elif isinstance(event, Finished):
                     yield chunk_dict(cid, created, self.name, {}, event.finish_reason, usage)

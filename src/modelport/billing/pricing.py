@@ -1,0 +1,56 @@
+"""Cost of a text request from its usage, and the estimate a request holds before it runs.
+
+Prices are USD per million tokens, which is exactly micro-USD per token: cost in micro-USD is
+Σ tokens × price, computed in `Decimal` and rounded half-up to a whole micro-USD once per request.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from modelport.catalog_spec import Prices
+from modelport.core.messages import CanonicalRequest
+from modelport.core.parts import TextPart, ToolCallPart, ToolResultPart
+from modelport.core.usage import Usage
+from modelport.money import round_micros
+
+# A non-text input part (image, file, audio) counts as this many characters in the hold estimate.
+MEDIA_PART_CHARS = 6_000
+CHARS_PER_TOKEN = 4
+
+
+def cost_micros(usage: Usage, prices: Prices) -> int:
+    """Uncached input × input rate + cache reads × read rate + cache writes × write rate + output × output
+    rate. Audio/video/image token counts are inside `input_tokens` and not billed again; reasoning tokens
+    are inside `output_tokens`."""
+    read_rate = prices.cache_read if prices.cache_read is not None else prices.input
+    write_rate = prices.cache_write if prices.cache_write is not None else prices.input
+    total = (
+        Decimal(usage.uncached_input_tokens) * prices.input
+        + Decimal(usage.cache_read_tokens) * read_rate
+        + Decimal(usage.cache_write_tokens) * write_rate
+        + Decimal(usage.output_tokens) * prices.output
+    )
+    return round_micros(total)
+
+
+def estimate_input_tokens(request: CanonicalRequest) -> int:
+    chars = sum(len(p.text) for p in request.system)
+    for message in request.messages:
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                chars += len(part.text)
+            elif isinstance(part, ToolCallPart):
+                chars += len(part.name) + len(part.arguments)
+            elif isinstance(part, ToolResultPart):
+                content = part.content
+                chars += len(content) if isinstance(content, str) else MEDIA_PART_CHARS * max(1, len(content))
+            else:
+                chars += MEDIA_PART_CHARS
+    for tool in request.tools:
+        chars += len(tool.name) + len(tool.description or "") + len(str(tool.parameters or ""))
+    return chars // CHARS_PER_TOKEN + 16
+
+
+def estimated_usage(request: CanonicalRequest, max_output_tokens: int) -> Usage:
+    return Usage(input_tokens=estimate_input_tokens(request), output_tokens=max_output_tokens)

@@ -1,0 +1,126 @@
+"""Settling holds off the hot path: queued, batched into one transaction, drained at shutdown.
+
+A request's hold is written on the hot path (admission must be exact); its settlement (release the hold,
+charge the actual cost) is queued here and written within `flush_interval` seconds, many per
+transaction. Crash bound: a hard kill loses at most the queued settlements, whose holds then stay frozen
+until `release_stale_holds` (run at start-up and periodically) releases holds older than `stale_after`
+with no settlement — charging nothing, since their usage is unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import and_, exists, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.clock import now_ms
+from modelport.storage.tables import ledger_entries, teams
+
+log = logging.getLogger("modelport.billing")
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    team_id: str
+    held_micros: int
+    cost_micros: int
+    ref: str
+
+
+class SettlementWriter:
+    def __init__(self, engine: AsyncEngine, *, flush_interval: float = 0.05, max_batch: int = 500) -> None:
+        self._engine = engine
+        self._flush_interval = flush_interval
+        self._max_batch = max_batch
+        self._queue: list[Settlement] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def submit(self, item: Settlement) -> None:
+        self._queue.append(item)
+        if len(self._queue) >= self._max_batch:
+            self._wake.set()
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="settlement-writer")
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+        await self.flush()
+
+    async def flush(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+            try:
+                await write_settlements(self._engine, batch)
+            except Exception:
+                # Keep them for the next round: a settlement is money and must not be dropped.
+                log.exception("settlement batch failed; will retry")
+                self._queue[:0] = batch
+                raise
+
+    async def _run(self) -> None:
+        while not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._flush_interval)
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:
+                await asyncio.sleep(1.0)
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+
+async def write_settlements(engine: AsyncEngine, batch: list[Settlement]) -> None:
+    at = now_ms()
+    async with engine.begin() as conn:
+        for item in batch:
+            await conn.execute(
+                update(teams).where(teams.c.id == item.team_id).values(
+                    balance_micros=teams.c.balance_micros + (item.held_micros - item.cost_micros),
+                    frozen_micros=teams.c.frozen_micros - item.held_micros,
+                )
+            )
+        entries = []
+        for item in batch:
+            if item.held_micros:
+                entries.append({"team_id": item.team_id, "kind": "release", "amount_micros": item.held_micros,
+                                "ref": item.ref, "note": None, "created_at_ms": at})
+            if item.cost_micros:
+                entries.append({"team_id": item.team_id, "kind": "charge", "amount_micros": -item.cost_micros,
+                                "ref": item.ref, "note": None, "created_at_ms": at})
+        if entries:
+            await conn.execute(insert(ledger_entries), entries)
+
+
+async def release_stale_holds(engine: AsyncEngine, *, stale_after_ms: int) -> int:
+    """Release holds older than `stale_after_ms` that were never settled (lost in a crash)."""
+    hold = ledger_entries.alias("hold")
+    release = ledger_entries.alias("release")
+    cutoff = now_ms() - stale_after_ms
+    stmt = select(hold.c.team_id, hold.c.amount_micros, hold.c.ref).where(
+        hold.c.kind == "hold",
+        hold.c.created_at_ms < cutoff,
+        ~exists().where(and_(release.c.kind == "release", release.c.ref == hold.c.ref)),
+    )
+    async with engine.connect() as conn:
+        stale = (await conn.execute(stmt)).all()
+    if stale:
+        await write_settlements(
+            engine, [Settlement(r.team_id, -int(r.amount_micros), 0, r.ref) for r in stale if r.ref]
+        )
+        log.warning("released %d stale holds", len(stale))
+    return len(stale)
