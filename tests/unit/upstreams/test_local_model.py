@@ -228,3 +228,23 @@ def test_unsupported_requests_fail_before_generation(model: LocalModel, body: di
     with pytest.raises(InvalidParameters) as info:
         model.stream(full)
     assert info.value.param == param
+
+
+async def test_stream_with_too_long_prompt_fails_before_the_first_chunk(model: LocalModel) -> None:
+    long = " ".join(["word"] * 4000)
+    stream = model.stream({"messages": [{"role": "user", "content": long}], "max_tokens": 5})
+    with pytest.raises(InvalidParameters) as info:
+        await stream.__anext__()
+    assert info.value.code == "context_length_exceeded"
+
+
+async def test_close_cancels_a_running_generation() -> None:
+    m = LocalModel()
+    stream = m.stream({"messages": ESSAY, "max_tokens": 1500, "temperature": 0.8})
+    await stream.__anext__()
+    assert m.running == 1
+    started = time.monotonic()
+    await asyncio.to_thread(m.close)
+    assert time.monotonic() - started < 1.0
+    assert m.running == 0
+    await stream.aclose()
