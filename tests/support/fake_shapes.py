@@ -310,9 +310,7 @@ def _messages_stop(a: Answer) -> str:
 def _messages_blocks(a: Answer) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": a.text}] if a.text else []
     for i, c in enumerate(a.tool_calls):
-        blocks.append(
-            {"type": "tool_use", "id": _call_id(c, i, "toolu_"), "name": c.name, "input": c.arguments}
-        )
+        blocks.append({"type": "tool_use", "id": _call_id(c, i, "toolu_"), "name": c.name, "input": c.arguments})
     return blocks
 
 
@@ -349,9 +347,7 @@ def messages_events(a: Answer, model: str, rid: str) -> list[bytes]:
             call = a.tool_calls[index - (1 if a.text else 0)]
             deltas = [{"type": "input_json_delta", "partial_json": p} for p in ["", *_arg_pieces(call)]]
         for d in deltas:
-            out.append(
-                sse_event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-            )
+            out.append(sse_event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}))
         out.append(sse_event("content_block_stop", {"type": "content_block_stop", "index": index}))
     out.append(
         sse_event(

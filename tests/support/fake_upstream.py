@@ -117,9 +117,7 @@ class ThreadedServer:
         self.start()
         return self
 
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
     async def __aenter__(self) -> Any:
@@ -186,15 +184,11 @@ class Reply:
         return cls(answer=Answer(text=text, usage=usage or Usage(), finish=finish), **kw)
 
     @classmethod
-    def tool_call(
-        cls, name: str, arguments: dict[str, Any], *, call_id: str = "", text: str = "", **kw: Any
-    ) -> Reply:
+    def tool_call(cls, name: str, arguments: dict[str, Any], *, call_id: str = "", text: str = "", **kw: Any) -> Reply:
         return cls.tool_calls([ToolCall(name, arguments, call_id)], text=text, **kw)
 
     @classmethod
-    def tool_calls(
-        cls, calls: list[ToolCall], *, text: str = "", usage: Usage | None = None, **kw: Any
-    ) -> Reply:
+    def tool_calls(cls, calls: list[ToolCall], *, text: str = "", usage: Usage | None = None, **kw: Any) -> Reply:
         return cls(answer=Answer(text=text, tool_calls=tuple(calls), usage=usage or Usage()), **kw)
 
     @classmethod
@@ -321,9 +315,7 @@ class FakeUpstream(ThreadedServer):
         model = str(payload.get("model", "fake-model"))
         if payload.get("stream") is True:
             include_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
-            return await self._stream(
-                request, proto, reply, _events(proto, reply.answer, model, rid, include_usage)
-            )
+            return await self._stream(request, proto, reply, _events(proto, reply.answer, model, rid, include_usage))
         if reply.drop_after is not None:
             _abort(request)
             return web.Response()

@@ -39,11 +39,7 @@ def sse_payloads(raw: str) -> list[str]:
 
 
 def test_chat_text_non_streaming(up: FakeUpstream) -> None:
-    up.push(
-        Reply.text(
-            "Paris is the capital.", usage=Usage(input_tokens=21, output_tokens=4, cache_read_tokens=5)
-        )
-    )
+    up.push(Reply.text("Paris is the capital.", usage=Usage(input_tokens=21, output_tokens=4, cache_read_tokens=5)))
     out = oai(up).chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "hi"}])
     assert out.choices[0].message.content == "Paris is the capital."
     assert out.choices[0].finish_reason == "stop"
@@ -125,9 +121,7 @@ def test_responses_function_call_and_length_finish(up: FakeUpstream) -> None:
     client = oai(up)
     up.push(Reply.tool_call("f", {"a": 1}, call_id="call_9"))
     item = client.responses.create(model="m", input="x").output[0]
-    assert (
-        item.type == "function_call" and item.call_id == "call_9" and json.loads(item.arguments) == {"a": 1}
-    )
+    assert item.type == "function_call" and item.call_id == "call_9" and json.loads(item.arguments) == {"a": 1}
     up.push(Reply.text("cut", finish="length"))
     events = list(client.responses.create(model="m", input="x", stream=True))
     assert events[-1].type == "response.incomplete"
@@ -136,9 +130,7 @@ def test_responses_function_call_and_length_finish(up: FakeUpstream) -> None:
 def test_messages_text_tool_use_and_stream(up: FakeUpstream) -> None:
     client = ant(up)
     up.push(Reply.text("bonjour", usage=Usage(input_tokens=30, output_tokens=2, cache_read_tokens=10)))
-    msg = client.messages.create(
-        model="claude-x", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
-    )
+    msg = client.messages.create(model="claude-x", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
     assert msg.content[0].type == "text" and msg.content[0].text == "bonjour"
     assert msg.stop_reason == "end_turn" and msg.model == "claude-x"
     assert msg.usage.input_tokens == 20 and msg.usage.cache_read_input_tokens == 10
@@ -152,9 +144,7 @@ def test_messages_text_tool_use_and_stream(up: FakeUpstream) -> None:
 
 
 def test_messages_beta_query_is_accepted_and_recorded(up: FakeUpstream) -> None:
-    r = httpx.post(
-        up.base_url + "/v1/messages?beta=true", json={"model": "m"}, headers={"anthropic-version": "v1"}
-    )
+    r = httpx.post(up.base_url + "/v1/messages?beta=true", json={"model": "m"}, headers={"anthropic-version": "v1"})
     assert r.status_code == 200
     last = up.last_request
     assert last is not None
