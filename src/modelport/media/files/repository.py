@@ -6,11 +6,12 @@ deleted: two processes deleting (or sweeping) the same file never both act on it
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, delete, func, insert, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.storage.tables import media_files
 
@@ -43,23 +44,47 @@ def _record(row: Row[Any]) -> FileRecord:
     )
 
 
-async def insert_file(engine: AsyncEngine, record: FileRecord) -> None:
+async def insert_within_quota(
+    engine: AsyncEngine, record: FileRecord, *, max_files: int, max_bytes: int, now_ms: int
+) -> bool:
+    """Insert the file if the team stays within its quota with it; False (nothing inserted) if not.
+
+    The check and the insert are one transaction, serialised per team: PostgreSQL takes a transaction
+    advisory lock on the team (not a row lock on `teams`, which balance updates also need); SQLite
+    transactions here start with BEGIN IMMEDIATE and so already run one writer at a time.
+    """
     async with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(select(func.pg_advisory_xact_lock(_lock_key(record.team_id))))
+        usage = await _usage(conn, record.team_id, now_ms)
+        if usage.files + 1 > max_files or usage.bytes + record.size_bytes > max_bytes:
+            return False
         await conn.execute(insert(media_files).values(
             id=record.id, team_id=record.team_id, type=record.type, mime_type=record.mime_type,
             name=record.name, size_bytes=record.size_bytes, storage_key=record.storage_key,
             created_at_ms=record.created_at_ms, expires_at_ms=record.expires_at_ms,
         ))
+    return True
+
+
+def _lock_key(team_id: str) -> int:
+    # A stable signed 64-bit key per team, namespaced so other advisory locks cannot collide by accident.
+    digest = hashlib.sha256(b"media_files quota\n" + team_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+async def _usage(conn: AsyncConnection, team_id: str, now_ms: int) -> Usage:
+    query = select(func.count(), func.coalesce(func.sum(media_files.c.size_bytes), 0)).where(
+        media_files.c.team_id == team_id, media_files.c.expires_at_ms > now_ms
+    )
+    count, total = (await conn.execute(query)).one()
+    return Usage(files=int(count), bytes=int(total))
 
 
 async def team_usage(engine: AsyncEngine, team_id: str, now_ms: int) -> Usage:
     """Files and bytes a team holds; expired files not yet swept do not count."""
-    query = select(func.count(), func.coalesce(func.sum(media_files.c.size_bytes), 0)).where(
-        media_files.c.team_id == team_id, media_files.c.expires_at_ms > now_ms
-    )
     async with engine.connect() as conn:
-        count, total = (await conn.execute(query)).one()
-    return Usage(files=int(count), bytes=int(total))
+        return await _usage(conn, team_id, now_ms)
 
 
 async def list_files(

@@ -3,10 +3,9 @@
 One `FilesService` per process (see `runtime_files`). It holds no state shared between processes: the
 database is the record, the store holds the bytes.
 
-Quota is enforced without a lock that SQLite and PostgreSQL would need differently: a row is inserted
-and committed first, then the team's usage is read; if it is over, that upload removes itself. Each
-upload's check runs after its own commit, so of two racing uploads the later one always sees the earlier
-one, and together they can never stay over the quota.
+Quota is checked twice: before reading the body (fail fast, and to know how many bytes may still come)
+and again atomically with the insert (repository.insert_within_quota), so racing uploads of one team can
+never together exceed it. An upload that loses that race has its stored bytes removed.
 """
 
 from __future__ import annotations
@@ -89,24 +88,20 @@ class FilesService:
             created_at_ms=created, expires_at_ms=created + self.settings.retention_seconds * 1000,
         )
         try:
-            await repo.insert_file(self.engine, record)
+            inserted = await repo.insert_within_quota(
+                self.engine, record, max_files=self.settings.quota_files,
+                max_bytes=self.settings.quota_bytes, now_ms=self._clock(),
+            )
         except BaseException:
             await self.store.delete(key)
             raise
-        await self._enforce_quota(record)
+        if not inserted:
+            await self.store.delete(key)
+            raise QuotaExceeded(
+                f"the team's storage quota ({self.settings.quota_files} files, {self.settings.quota_bytes} bytes)"
+                " would be exceeded; delete files first"
+            )
         return self.view(record)
-
-    async def _enforce_quota(self, record: FileRecord) -> None:
-        usage = await repo.team_usage(self.engine, record.team_id, self._clock())
-        if usage.files <= self.settings.quota_files and usage.bytes <= self.settings.quota_bytes:
-            return
-        deleted = await repo.delete_team_file(self.engine, record.team_id, record.id)
-        if deleted is not None:
-            await self.store.delete(deleted.storage_key)
-        raise QuotaExceeded(
-            f"the team's storage quota ({self.settings.quota_files} files, {self.settings.quota_bytes} bytes)"
-            " would be exceeded; delete files first"
-        )
 
     # -- list and delete --------------------------------------------------------------------------
 
