@@ -136,6 +136,14 @@ async def test_bad_form_is_400(host: Host) -> None:
     assert not_multipart.status_code == 400
 
 
+async def test_a_file_of_exactly_the_limit_is_accepted(host: Host) -> None:
+    data = samples.wav_bytes()
+    data += b"\x00" * (LIMIT - len(data))
+    response = await post_file(host, data, "edge.wav")
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["size_bytes"] == LIMIT
+
+
 async def test_over_the_limit_is_413_detected_while_streaming(host: Host) -> None:
     data = samples.wav_bytes(seconds=3)  # 48 KB of samples...
     data = data + b"\x00" * (LIMIT + 1 - len(data))  # ...padded to one byte over the limit
