@@ -76,8 +76,12 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     demo = _run_db(settings, lambda engine: prepare(engine, settings), migrate_sqlite=False)
     media_sock = server.bind_socket(settings.host, settings.media_port)
     text_sock = server.bind_socket(settings.host, settings.text_port)
-    media_url = f"http://{settings.host}:{media_sock.getsockname()[1]}"
-    text_url = f"http://{settings.host}:{text_sock.getsockname()[1]}"
+    # With port 0 the OS picked the ports: the workers (and the public media URL default) need the real ones.
+    settings = settings.model_copy(
+        update={"media_port": media_sock.getsockname()[1], "text_port": text_sock.getsockname()[1]}
+    )
+    media_url = f"http://{settings.host}:{settings.media_port}"
+    text_url = f"http://{settings.host}:{settings.text_port}"
     lines = [
         f"media host:    {media_url}   (public URL {settings.public_media_url or media_url})",
         f"text gateway:  {text_url}   (OpenAI SDK base_url {text_url}/v1, Anthropic SDK base_url {text_url})",

@@ -18,6 +18,7 @@ from modelport.accounts.auth import AuthContext
 from modelport.apps.deps import get_runtime, text_auth
 from modelport.apps.envelope import JSONBytesResponse
 from modelport.catalog_spec import TextModel
+from modelport.gateway.query_limit import enforce_query_limit
 
 router = APIRouter(tags=["models"])
 
@@ -41,6 +42,7 @@ def model_entry(model: TextModel) -> dict[str, Any]:
 
 @router.get("/v1/models", summary="List the text models this key's team may use")
 async def list_models(request: Request, auth: AuthContext = Depends(text_auth)) -> Response:
+    headers = await enforce_query_limit(request, auth)
     snapshot = await get_runtime(request).catalog.get()
     seen: set[str] = set()
     data = []
@@ -55,4 +57,4 @@ async def list_models(request: Request, auth: AuthContext = Depends(text_auth)) 
         "first_id": data[0]["id"] if data else None,
         "last_id": data[-1]["id"] if data else None,
     }
-    return JSONBytesResponse(body)
+    return JSONBytesResponse(body, headers=headers)

@@ -100,12 +100,20 @@ class LocalTransport:
                 completion = await self._model.complete(body)
                 return UpstreamReply(200, {"content-type": "application/json"}, body=orjson.dumps(completion))
             generator = self._model.stream(body)
+            # Some refusals (prompt longer than the context) surface only when generation starts: take the
+            # first chunk now, so they become a plain 400 instead of an error inside a committed 200 stream.
+            first = await anext(generator)
         except InvalidParameters as exc:
-            error = {"error": {"message": exc.text_message, "type": "invalid_request_error", "param": exc.param}}
+            error = {"error": {"message": exc.text_message, "type": "invalid_request_error", "param": exc.param,
+                               "code": exc.code}}
             return UpstreamReply(400, {"content-type": "application/json"}, body=orjson.dumps(error))
+        except StopAsyncIteration:
+            first = None
 
         async def chunks() -> AsyncIterator[bytes]:
             try:
+                if first is not None:
+                    yield b"data: " + orjson.dumps(first) + b"\n\n"
                 async for chunk in generator:
                     yield b"data: " + orjson.dumps(chunk) + b"\n\n"
                 yield b"data: [DONE]\n\n"

@@ -1,0 +1,254 @@
+"""Errors, validation, fallback, streaming failures, headers, billing and limits of the text gateway."""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from tests.integration.gateway.conftest import Gateway
+from tests.support.fake_upstream import Reply, Usage
+
+
+def post(gw: Gateway, path: str, body: dict[str, object], key: str | None = None,
+         headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.post(gw.server.text_url + path, json=body, timeout=30,
+                      headers={"Authorization": f"Bearer {key or gw.key}", **(headers or {})})
+
+
+CHAT = {"model": "fake/chat", "messages": [{"role": "user", "content": "Hi"}]}
+
+
+def test_unknown_and_bare_model_are_404(gw: Gateway) -> None:
+    with pytest.raises(openai.NotFoundError) as err:
+        gw.openai.chat.completions.create(model="fake/nope", messages=[{"role": "user", "content": "x"}])
+    assert err.value.status_code == 404
+    r = post(gw, "/v1/chat/completions", {**CHAT, "model": "gpt-4o"})
+    assert r.status_code == 404 and r.json()["error"]["type"] == "invalid_request_error"
+    with pytest.raises(anthropic.NotFoundError):
+        gw.anthropic.messages.create(model="claude-x", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+
+
+@pytest.mark.parametrize(("path", "body", "param"), [
+    ("/v1/messages", {"model": "fake/claude", "messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
+    ("/v1/messages", {"model": "fake/claude", "max_tokens": 5, "input": "x",
+                      "messages": [{"role": "user", "content": "x"}]}, "input"),
+    ("/v1/messages", {"model": "fake/claude", "max_tokens": 5,
+                      "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "x"}]},
+     "messages[0].role"),
+    ("/v1/responses", {"model": "fake/responses", "messages": [{"role": "user", "content": "x"}]}, "messages"),
+    ("/v1/chat/completions", {"model": "fake/chat", "messages": [{"role": "user", "content": [
+        {"type": "file", "file": {"file_id": "file-abc123"}}]}]}, "messages[0].content[0].file.file_id"),
+])
+def test_fields_of_other_protocols_are_400_naming_the_field(gw: Gateway, path: str, body: dict[str, object],
+                                                            param: str) -> None:
+    for stream in (False, True):
+        r = post(gw, path, {**body, "stream": stream})
+        assert r.status_code == 400, r.text
+        assert r.headers["content-type"].startswith("application/json")  # plain JSON even when streaming
+        error = r.json()["error"]
+        assert error["type"] == "invalid_request_error"
+        assert error.get("param") == param or param in error["message"]
+    assert gw.upstream.call_count() == 0
+
+
+def test_inline_media_over_16_mb_is_400(gw: Gateway) -> None:
+    big = "data:image/png;base64," + "A" * (22 * 1024 * 1024)
+    r = post(gw, "/v1/chat/completions", {"model": "fake/chat", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": big}}]}]})
+    assert r.status_code == 400 and "16 MB" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("header", ["X-Svc-User-Id", "X-Svc-Session-Id"])
+@pytest.mark.parametrize("value", ["short", "x" * 129, "has space here", "bad*chars!!"])
+def test_svc_headers_are_validated(gw: Gateway, header: str, value: str) -> None:
+    r = post(gw, "/v1/chat/completions", CHAT, headers={header: value})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+    assert post(gw, "/v1/chat/completions", CHAT, headers={header: "user_1234-ok"}).status_code == 200
+
+
+def test_malformed_json_is_400(gw: Gateway) -> None:
+    r = httpx.post(gw.server.text_url + "/v1/chat/completions", content=b"{nope",
+                   headers={"Authorization": f"Bearer {gw.key}", "content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_upstream_400_maps_to_400_without_leaking(gw: Gateway) -> None:
+    gw.upstream.push(Reply.error(400, "temperature must be <= 2", error_type="invalid_request_error"))
+    r = post(gw, "/v1/chat/completions", CHAT)
+    assert r.status_code == 400
+    assert r.json()["error"]["message"] == "temperature must be <= 2"
+    assert "127.0.0.1" not in r.text and "sk-upstream" not in r.text
+
+
+def test_upstream_auth_failure_is_502_and_hides_the_key(gw: Gateway) -> None:
+    gw.upstream.push(Reply.error(401, "Incorrect API key provided: sk-upstream-secret"))
+    r = post(gw, "/v1/chat/completions", CHAT)
+    assert r.status_code == 502 and r.json()["error"]["type"] == "api_error"
+    assert "sk-upstream" not in r.text
+
+
+def _session_trying_chat_first(gw: Gateway) -> str:
+    """A session id whose first-ranked deployment of fake/fallback is the Chat one (rendezvous hashing)."""
+    body = {"model": "fake/fallback", "messages": [{"role": "user", "content": "x"}]}
+    for i in range(50):
+        session = f"session-probe-{i:04d}"
+        gw.upstream.reset()
+        assert post(gw, "/v1/chat/completions", body, headers={"X-Svc-Session-Id": session}).status_code == 200
+        if gw.upstream.call_count("/v1/chat/completions") == 1:
+            return session
+    raise AssertionError("no session ranked the chat deployment first")
+
+
+def test_fallback_to_next_deployment_on_5xx_and_429(gw: Gateway) -> None:
+    session = _session_trying_chat_first(gw)
+    body = {"model": "fake/fallback", "messages": [{"role": "user", "content": "x"}]}
+    for status in (500, 503, 429):
+        gw.upstream.reset()
+        gw.upstream.push(Reply.error(status), path="/v1/chat/completions")
+        gw.upstream.push(Reply.text("from the second"), path="/v1/messages")
+        r = post(gw, "/v1/chat/completions", body, headers={"X-Svc-Session-Id": session})
+        assert r.status_code == 200, r.text
+        assert r.json()["choices"][0]["message"]["content"] == "from the second"
+        assert gw.upstream.calls == {"/v1/chat/completions": 1, "/v1/messages": 1}
+        if status == 429:
+            # A 429 cools the deployment: the next request goes straight to the second one.
+            gw.upstream.reset()
+            assert post(gw, "/v1/chat/completions", body, headers={"X-Svc-Session-Id": session}).status_code == 200
+            assert gw.upstream.calls == {"/v1/messages": 1}
+
+
+def test_session_affinity_keeps_one_deployment(gw: Gateway) -> None:
+    gw.upstream.set_default(Reply.text("ok"))
+    body = {"model": "fake/fallback", "messages": [{"role": "user", "content": "x"}]}
+    for session in ("session-aaaa-0001", "session-bbbb-0002", "session-cccc-0003"):
+        gw.upstream.reset()
+        for _ in range(4):
+            assert post(gw, "/v1/chat/completions", body, headers={"X-Svc-Session-Id": session}).status_code == 200
+        assert len(gw.upstream.calls) == 1, gw.upstream.calls  # all four on the same deployment
+    gw.upstream.set_default(Reply())
+
+
+def test_single_deployment_429_is_429_api_error_with_retry_after(gw: Gateway) -> None:
+    gw.upstream.push(Reply.error(429, headers={"retry-after": "1"}))
+    r = post(gw, "/v1/chat/completions", {**CHAT, "model": "fake/compat"})
+    assert r.status_code == 429
+    assert r.json()["error"]["type"] == "api_error" and int(r.headers["retry-after"]) >= 1
+    time.sleep(1.1)  # the cooldown follows the upstream's Retry-After
+    assert post(gw, "/v1/chat/completions", {**CHAT, "model": "fake/compat"}).status_code == 200
+
+
+@pytest.mark.parametrize("model", ["fake/chat", "fake/claude"])
+def test_mid_stream_drop_ends_with_error_event(gw: Gateway, model: str) -> None:
+    gw.upstream.push(Reply.drop(after_events=3, answer=Reply.text("one two three four five six").answer))
+    with pytest.raises(openai.APIError), gw.openai.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "x"}], stream=True
+    ) as stream:
+        for _chunk in stream:
+            pass
+
+
+def test_mid_stream_drop_on_messages_ends_with_error_event(gw: Gateway) -> None:
+    gw.upstream.push(Reply.drop(after_events=3, answer=Reply.text("one two three four five six").answer))
+    r = post(gw, "/v1/messages", {"model": "fake/claude", "max_tokens": 20, "stream": True,
+                                  "messages": [{"role": "user", "content": "x"}]})
+    assert r.status_code == 200
+    assert "event: error" in r.text and "message_stop" not in r.text
+
+
+def test_anthropic_headers_forwarded_and_beta_query_accepted(gw: Gateway) -> None:
+    r = httpx.post(gw.server.text_url + "/v1/messages?beta=true", timeout=30, json={
+        "model": "fake/claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}]},
+        headers={"x-api-key": gw.key, "anthropic-version": "2023-06-01", "anthropic-beta": "tools-2024-04-04"})
+    assert r.status_code == 200, r.text
+    sent = gw.upstream.last_request
+    assert sent is not None
+    assert sent.headers["anthropic-version"] == "2023-06-01"
+    assert sent.headers["anthropic-beta"] == "tools-2024-04-04"
+
+
+def test_fast_path_passes_unknown_fields_through(gw: Gateway) -> None:
+    post(gw, "/v1/chat/completions", {**CHAT, "seed": 7, "logit_bias": {"50256": -100}, "user": "u1"})
+    sent = gw.upstream.last_request
+    assert sent is not None and sent.json["seed"] == 7 and sent.json["logit_bias"] == {"50256": -100}
+
+
+def test_cost_header_and_balance_settle_from_usage(gw: Gateway) -> None:
+    key = gw.new_team("billing-team", usd="1")
+    gw.upstream.push(Reply.text("priced", usage=Usage(input_tokens=12, output_tokens=4)))
+    r = post(gw, "/v1/chat/completions", CHAT, key=key)
+    assert r.status_code == 200
+    assert Decimal(r.headers["x-modelport-cost"]) == Decimal("0.00002")  # 12*1 + 4*2 micro-USD
+    assert r.headers["x-request-id"].startswith("req_")
+    for header in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"):
+        assert header in r.headers
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        balance = gw.balance(key)
+        if balance["frozen_balance"] == 0:
+            break
+        time.sleep(0.05)
+    assert str(balance["available_balance"]) == "0.9999"  # 1 - 0.00002, rounded down to 4 places
+    ledger = gw.admin("GET", "/teams/billing-team/ledger").json()["data"]["entries"]
+    assert sum(e["amount_micros"] for e in ledger) == 1_000_000 - 20
+
+
+def test_cached_tokens_are_billed_at_cache_rates(gw: Gateway) -> None:
+    key = gw.new_team("cache-team", usd="1")
+    # 100 input of which 60 cache reads and 20 cache writes: 20*1 + 60*0.5 + 20*1.25 + 10*2 = 95 micro-USD.
+    gw.upstream.push(Reply.text("c", usage=Usage(input_tokens=100, output_tokens=10, cache_read_tokens=60,
+                                                 cache_write_tokens=20)), path="/v1/messages")
+    r = post(gw, "/v1/messages", {"model": "fake/claude", "max_tokens": 10,
+                                  "messages": [{"role": "user", "content": "x"}]}, key=key)
+    assert r.status_code == 200, r.text
+    assert Decimal(r.headers["x-modelport-cost"]) == Decimal("0.000095")
+
+
+def test_no_balance_is_402_before_any_upstream_call(gw: Gateway) -> None:
+    key = gw.new_team("broke-team", usd=None)
+    r = post(gw, "/v1/chat/completions", CHAT, key=key)
+    assert r.status_code == 402 and r.json()["error"]["type"] == "insufficient_quota"
+    with pytest.raises(anthropic.APIStatusError) as err:
+        anthropic.Anthropic(base_url=gw.server.text_url, api_key=key, max_retries=0).messages.create(
+            model="fake/claude", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    assert err.value.status_code == 402
+    assert gw.upstream.call_count() == 0
+
+
+def test_inference_rpm_limit_gives_429_with_headers(gw: Gateway) -> None:
+    key = gw.new_team("tiny-team", usd="1")
+    assert gw.admin("PUT", "/teams/tiny-team/tier", json={"tier": "tiny"}).status_code == 200
+    time.sleep(0.05)
+    codes = [post(gw, "/v1/chat/completions", CHAT, key=key) for _ in range(4)]
+    assert [r.status_code for r in codes[:3]] == [200, 200, 200]
+    limited = codes[3]
+    assert limited.status_code == 429
+    assert limited.json()["error"]["type"] == "rate_limit_exceeded"
+    assert limited.headers["x-ratelimit-limit"] == "3" and limited.headers["x-ratelimit-remaining"] == "0"
+    assert int(limited.headers["retry-after"]) >= 1 and "x-ratelimit-reset" in limited.headers
+
+
+def test_query_rpm_is_separate_from_inference(gw: Gateway) -> None:
+    key = gw.new_team("query-team", usd="1")
+    assert gw.admin("PUT", "/teams/query-team/tier", json={"tier": "tiny"}).status_code == 200
+    url = gw.server.text_url + "/v1/models"
+    auth = {"Authorization": f"Bearer {key}"}
+    codes = [httpx.get(url, headers=auth) for _ in range(3)]
+    assert [c.status_code for c in codes] == [200, 200, 429]
+    assert codes[0].headers["x-ratelimit-limit"] == "2"
+    assert codes[2].json()["error"]["type"] == "rate_limit_exceeded"
+    assert post(gw, "/v1/chat/completions", CHAT, key=key).status_code == 200  # inference quota untouched
+
+
+def test_streaming_response_carries_rate_limit_headers(gw: Gateway) -> None:
+    with httpx.stream("POST", gw.server.text_url + "/v1/chat/completions", json={**CHAT, "stream": True},
+                      headers={"Authorization": f"Bearer {gw.key}"}) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        assert "x-ratelimit-remaining" in r.headers
+        body = r.read().decode()
+    assert body.rstrip().endswith("data: [DONE]")
+    assert '"usage"' not in body.replace('"usage":null', "")  # usage chunk hidden: the client did not ask
