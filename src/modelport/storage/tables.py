@@ -110,8 +110,21 @@ request_logs = Table(
     Column("session_id", String(128), nullable=True),
     Column("input", Text, nullable=True),
     Column("result", Text, nullable=True),
-    Index("ix_request_logs_team_created", "team_id", "created_at_ms"),
-    Index("ix_request_logs_team_user_created", "team_id", "svc_user_id", "created_at_ms"),
+    # `id` last: the log lists newest first by (created_at_ms, id), read from the index alone.
+    Index("ix_request_logs_team_created_id", "team_id", "created_at_ms", "id"),
+    Index("ix_request_logs_team_user_created_id", "team_id", "svc_user_id", "created_at_ms", "id"),
+)
+
+# Rows per team (svc_user_id '') and per team and end user, per hour of `created_at_ms`. Kept in the same
+# transaction as the `request_logs` insert (modelport.requestlog.store) so `GET /v1/logs` can give an exact
+# `total` and jump to a deep page without scanning a million index entries.
+request_log_counts = Table(
+    "request_log_counts",
+    metadata,
+    Column("team_id", String(40), primary_key=True),
+    Column("svc_user_id", String(128), primary_key=True),
+    Column("hour", BigInteger, primary_key=True),  # created_at_ms // 3_600_000
+    Column("n", BigInteger, nullable=False),
 )
 
 media_files = Table(

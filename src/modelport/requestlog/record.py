@@ -1,0 +1,64 @@
+"""One text request's log row, as the gateway hands it to the writer.
+
+Strings are clipped to their column widths here, so one odd value (a long tool session header, a huge
+error message) can never make a whole batch fail on PostgreSQL, which enforces `VARCHAR(n)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Suggested `status` values; the column takes any string up to 16 characters.
+STATUS_SUCCESS = "success"
+STATUS_ERROR = "error"
+STATUS_CANCELLED = "cancelled"
+
+MAX_ERROR_CHARS = 4096
+_INT32_MAX = 2**31 - 1
+_WIDTHS = {
+    "id": 64, "team_id": 40, "status": 16, "provider": 100, "model_name": 200, "endpoint": 32,
+    "svc_user_id": 128, "session_id": 128, "error": MAX_ERROR_CHARS,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """A `request_logs` row.
+
+    `id` is the request id (the item's `task_id`); `created_at_ms` is UNIX milliseconds; `cost_micros` is
+    integer micro-USD; `input`/`result` are JSON text already capped by `retention.RetentionPolicy`, or
+    None when the team does not retain payloads.
+    """
+
+    id: str
+    team_id: str
+    created_at_ms: int
+    status: str
+    provider: str
+    model_name: str
+    endpoint: str
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    cost_micros: int = 0
+    svc_user_id: str | None = None
+    session_id: str | None = None
+    input: str | None = None
+    result: str | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        row = asdict(self)
+        for name, width in _WIDTHS.items():
+            value = row[name]
+            if isinstance(value, str) and len(value) > width:
+                row[name] = value[:width]
+        for name in ("prompt_tokens", "completion_tokens", "cached_tokens"):
+            if row[name] is not None:
+                row[name] = max(0, min(int(row[name]), _INT32_MAX))
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> LogRecord:
+        return cls(**row)

@@ -1,0 +1,58 @@
+"""The `input` and `result` payloads of a log row, for teams that retain them (`teams.log_retention`).
+
+A payload is JSON text of at most `max_bytes` UTF-8 bytes. A larger one is replaced by a marker that is
+still valid JSON and within the cap:
+
+    {"truncated": true, "size_bytes": <size of the full JSON>, "preview": "<start of the JSON text>"}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+DEFAULT_MAX_BYTES = 64 * 1024
+MIN_MAX_BYTES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    enabled: bool
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __post_init__(self) -> None:
+        if self.max_bytes < MIN_MAX_BYTES:
+            raise ValueError(f"max_bytes must be at least {MIN_MAX_BYTES}")
+
+    def payload(self, value: Any) -> str | None:
+        """A Python value (a request or response body as dicts and lists) as capped JSON text."""
+        if not self.enabled:
+            return None
+        encoded = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
+        return self._capped(encoded)
+
+    def payload_from_json(self, raw: bytes | str) -> str | None:
+        """A body already in JSON form (e.g. the raw request bytes); text that is not JSON is kept as a string."""
+        if not self.enabled:
+            return None
+        data = raw.encode("utf-8", "replace") if isinstance(raw, str) else raw
+        try:
+            orjson.loads(data)
+        except orjson.JSONDecodeError:
+            data = orjson.dumps(data.decode("utf-8", "replace"))
+        return self._capped(data)
+
+    def _capped(self, encoded: bytes) -> str:
+        if len(encoded) <= self.max_bytes:
+            return encoded.decode("utf-8")
+        text = encoded[: self.max_bytes].decode("utf-8", "ignore")
+        keep = len(text)
+        while True:
+            marker = orjson.dumps({"truncated": True, "size_bytes": len(encoded), "preview": text[:keep]})
+            excess = len(marker) - self.max_bytes
+            if excess <= 0:
+                return marker.decode("utf-8")
+            # Each dropped character frees at least one byte, so this ends within a few rounds.
+            keep = max(0, keep - excess)

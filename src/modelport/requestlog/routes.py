@@ -1,0 +1,82 @@
+"""`GET /v1/logs`: the caller's team's text request log, newest first.
+
+The query parameters are declared as plain strings (so FastAPI never answers 422 for them) and checked
+in `params.parse_log_query`. `cost` is USD with 6 decimal places, exact (one micro-USD, the unit costs
+are kept in), encoded as a JSON number. `input`/`result` are the retained JSON payloads, or null.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Any
+
+import msgspec
+from fastapi import APIRouter, Depends, Query
+from starlette.requests import Request
+from starlette.responses import Response
+
+from modelport.accounts.auth import AuthContext
+from modelport.apps.deps import get_runtime, text_auth
+from modelport.apps.envelope import JSONBytesResponse
+from modelport.requestlog.params import parse_log_query
+from modelport.requestlog.query import LogRow, find_logs
+
+COST_PLACES = 6
+
+router = APIRouter(tags=["logs"])
+
+_decoder = msgspec.json.Decoder()
+
+
+def cost_usd(micros: int) -> Decimal:
+    # scaleb keeps the exponent at -6, so the number is written out plainly (0.000123, not 1.23E-4).
+    return Decimal(micros).scaleb(-COST_PLACES)
+
+
+def _payload(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return _decoder.decode(text)
+    except msgspec.DecodeError:
+        return text  # not written by this service's retention helper: show it as it is
+
+
+def render_item(row: LogRow) -> dict[str, Any]:
+    return {
+        "task_id": row.id,
+        "status": row.status,
+        "error": row.error,
+        "model": {"provider": row.provider, "model_name": row.model_name},
+        "prompt_tokens": row.prompt_tokens,
+        "completion_tokens": row.completion_tokens,
+        "cached_tokens": row.cached_tokens,
+        "cost": cost_usd(row.cost_micros),
+        "created_at": row.created_at_ms // 1000,
+        "input": _payload(row.input),
+        "result": _payload(row.result),
+    }
+
+
+
+@router.get("/v1/logs", summary="List this key's team's text request logs, newest first")
+async def list_logs(
+    request: Request,
+    auth: AuthContext = Depends(text_auth),
+    start_time: Annotated[str | None, Query(description="UNIX seconds, required")] = None,
+    end_time: Annotated[str | None, Query(description="UNIX seconds, required; > start_time, span <= 30 days")] = None,
+    svc_user_id: Annotated[str | None, Query(description="exact X-Svc-User-Id value")] = None,
+    page: Annotated[str | None, Query(description="default 1")] = None,
+    page_size: Annotated[str | None, Query(description="default 10, at most 100")] = None,
+) -> Response:
+    query = parse_log_query(
+        start_time=start_time, end_time=end_time, svc_user_id=svc_user_id, page=page, page_size=page_size
+    )
+    found = await find_logs(get_runtime(request).db, auth.team_id, query)
+    body = {
+        "requests": [render_item(row) for row in found.rows],
+        "total": found.total,
+        "page": query.page,
+        "page_size": query.page_size,
+    }
+    return JSONBytesResponse(body)

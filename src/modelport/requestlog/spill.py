@@ -1,0 +1,124 @@
+"""Overflow of log rows to local disk while the database cannot take them.
+
+Each writer appends JSON lines to its own file (`spill-<pid>-<random>.jsonl`) and holds an exclusive
+`flock` on it while it is open. Any process may replay a file it can lock: files of this process once
+sealed, and files left by a process that died. Replay re-inserts with ON CONFLICT DO NOTHING, so replaying
+a file twice (two processes racing, or a crash mid-replay) is harmless; a file is deleted only after all
+of its rows are in the database.
+
+Appends are written through to the OS (they survive the process being killed, not a power cut). The file
+I/O is synchronous: small appends while the database is down, and reads of one batch at a time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import secrets
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from modelport.requestlog.record import LogRecord
+
+log = logging.getLogger("modelport.requestlog")
+_PATTERN = "spill-*.jsonl"
+
+
+def _try_lock(handle: IO[str]) -> bool:
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+class SpillFile:
+    """The spill directory as seen by one writer."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._active: IO[str] | None = None
+        self._active_rows = 0
+
+    @property
+    def active_rows(self) -> int:
+        """Rows appended to this writer's open file (not yet sealed for replay)."""
+        return self._active_rows
+
+    def append(self, records: Iterable[LogRecord]) -> int:
+        handle = self._open_active()
+        lines = [json.dumps(r.as_row(), separators=(",", ":")) + "\n" for r in records]
+        handle.write("".join(lines))
+        handle.flush()
+        self._active_rows += len(lines)
+        return len(lines)
+
+    def seal(self) -> None:
+        """Close this writer's file (releasing its lock) so that it can be replayed."""
+        if self._active is not None:
+            self._active.close()
+            self._active = None
+            self._active_rows = 0
+
+    def claim(self) -> Iterator[ClaimedSpill]:
+        """Files nobody else holds, oldest first, each locked while the caller replays it."""
+        if not self.directory.is_dir():
+            return
+        paths = sorted(self.directory.glob(_PATTERN), key=lambda p: p.stat().st_mtime if p.exists() else 0)
+        for path in paths:
+            if self._active is not None and Path(self._active.name) == path:
+                continue
+            try:
+                handle = path.open("r", encoding="utf-8")
+            except FileNotFoundError:
+                continue  # replayed and removed by another process meanwhile
+            if not _try_lock(handle):
+                handle.close()
+                continue
+            claimed = ClaimedSpill(path, handle)
+            try:
+                yield claimed
+            finally:
+                claimed.release()
+
+    def _open_active(self) -> IO[str]:
+        if self._active is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            path = self.directory / f"spill-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+            handle = path.open("a", encoding="utf-8")
+            _try_lock(handle)  # a fresh unique name: nobody else can hold it
+            self._active = handle
+        return self._active
+
+
+class ClaimedSpill:
+    """A locked spill file being replayed."""
+
+    def __init__(self, path: Path, handle: IO[str]) -> None:
+        self.path = path
+        self._handle = handle
+
+    def batches(self, size: int) -> Iterator[list[LogRecord]]:
+        batch: list[LogRecord] = []
+        for number, line in enumerate(self._handle, start=1):
+            try:
+                batch.append(LogRecord.from_row(json.loads(line)))
+            except (ValueError, TypeError):
+                # Only a line cut short by a crash mid-append can be malformed.
+                log.warning("skipping malformed line %d of %s", number, self.path)
+                continue
+            if len(batch) >= size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def release(self) -> None:
+        if not self._handle.closed:
+            self._handle.close()

@@ -1,0 +1,64 @@
+"""Writing log rows: the only code that inserts into `request_logs`.
+
+Each batch goes in one transaction: `INSERT ... ON CONFLICT (id) DO NOTHING RETURNING id`, then the
+hourly counters of the rows that were really inserted are bumped. A batch retried after an ambiguous
+failure (committed, but the acknowledgement was lost) therefore neither duplicates a row nor counts it
+twice. Anything that later deletes log rows must decrement `request_log_counts` in the same way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Insert, Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from modelport.requestlog.record import LogRecord
+from modelport.storage.tables import request_log_counts, request_logs
+
+HOUR_MS = 3_600_000
+ALL_USERS = ""  # the counter key for "every row of the team"; a real svc_user_id is never empty
+
+
+def _insert(conn: AsyncConnection, table: Table) -> Any:
+    """The dialect's INSERT construct, which has `on_conflict_do_nothing/update`."""
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+async def insert_logs(engine: AsyncEngine, records: Sequence[LogRecord]) -> int:
+    """Insert the rows not yet present and count them; returns how many were new."""
+    if not records:
+        return 0
+    rows = [r.as_row() for r in records]
+    # A stable lock order: two writers replaying overlapping batches cannot deadlock on PostgreSQL.
+    rows.sort(key=lambda r: r["id"])
+    by_id = {r["id"]: r for r in rows}
+    async with engine.begin() as conn:
+        stmt: Insert = _insert(conn, request_logs).on_conflict_do_nothing(index_elements=["id"])
+        result = await conn.execute(stmt.returning(request_logs.c.id), list(by_id.values()))
+        inserted = [by_id[row_id] for (row_id,) in result.all()]
+        await _bump_counts(conn, inserted)
+    return len(inserted)
+
+
+async def _bump_counts(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    counts: Counter[tuple[str, str, int]] = Counter()
+    for row in rows:
+        hour = row["created_at_ms"] // HOUR_MS
+        counts[(row["team_id"], ALL_USERS, hour)] += 1
+        if row["svc_user_id"]:
+            counts[(row["team_id"], row["svc_user_id"], hour)] += 1
+    if not counts:
+        return
+    params = [{"team_id": t, "svc_user_id": u, "hour": h, "n": n} for (t, u, h), n in sorted(counts.items())]
+    stmt = _insert(conn, request_log_counts)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["team_id", "svc_user_id", "hour"],
+        set_={"n": request_log_counts.c.n + stmt.excluded.n},
+    )
+    await conn.execute(stmt, params)
