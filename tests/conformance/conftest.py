@@ -7,6 +7,7 @@ Loading helpers live in tests/support/cassettes.py and tests/support/openapi_sch
 from __future__ import annotations
 
 import pytest
+
 from tests.support.cassettes import CONFORMANCE_DIR
 
 

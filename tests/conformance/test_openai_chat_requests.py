@@ -17,8 +17,6 @@ import copy
 from typing import Any
 
 import pytest
-from tests.support.cassettes import Interaction, interactions
-from tests.support.openapi_schema import assert_valid
 
 from modelport.core import (
     AudioPart,
@@ -36,6 +34,8 @@ from modelport.core import (
 )
 from modelport.protocols.openai_chat import decode_request, encode_request
 from modelport.protocols.openai_chat.request_decode import _CANONICAL_FIELDS
+from tests.support.cassettes import Interaction, interactions
+from tests.support.openapi_schema import assert_valid
 
 CHAT = interactions("openai_chat", path="/v1/chat/completions")
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.support.cassettes import Interaction, interactions
-from tests.support.openapi_schema import assert_valid
 
 from modelport.core import StopReason, Usage
 from modelport.protocols.openai_chat import CODEC, decode_response, encode_response
+from tests.support.cassettes import Interaction, interactions
+from tests.support.openapi_schema import assert_valid
 
 CALLS = interactions("openai_chat", path="/v1/chat/completions")
 JSON_OK = [it for it in CALLS if it.status == 200 and not it.is_sse]

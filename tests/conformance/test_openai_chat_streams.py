@@ -14,8 +14,6 @@ import json
 from typing import Any
 
 import pytest
-from tests.support.cassettes import Interaction, interactions, sse_file
-from tests.support.openapi_schema import assert_valid
 
 from modelport.core import (
     Finish,
@@ -31,6 +29,8 @@ from modelport.core import (
 from modelport.protocols.openai_chat import CODEC, decode_response
 from modelport.protocols.openai_chat.finish import finish_reason_to_wire
 from modelport.protocols.openai_chat.usage import usage_from_wire
+from tests.support.cassettes import Interaction, interactions, sse_file
+from tests.support.openapi_schema import assert_valid
 
 STREAMS = [it for it in interactions("openai_chat", path="/v1/chat/completions") if it.status == 200 and it.is_sse]
 

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
-from tests.unit.files import samples
 
 from modelport.accounts import service as accounts
 from modelport.apps.media import create_media_app
@@ -22,6 +21,7 @@ from modelport.media.files.binding import resolve_download_url
 from modelport.media.files.signing import derive_key, sign
 from modelport.runtime import Runtime
 from modelport.settings import load_settings
+from tests.unit.files import samples
 
 PUBLIC = "http://media.test"
 LIMIT = 64 * 1024

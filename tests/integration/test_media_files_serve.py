@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from tests.support.server import RunningServer, run_server
 from tests.unit.files import samples
 

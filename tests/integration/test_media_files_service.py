@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
-from tests.unit.files import samples
 
 from modelport.accounts import service as accounts
 from modelport.errors import InvalidParameters, NotFound, PayloadTooLarge, QuotaExceeded
@@ -23,6 +22,7 @@ from modelport.media.files.config import FilesSettings
 from modelport.media.files.service import FilesService
 from modelport.media.files.storage.local import LocalFileStore
 from modelport.storage.tables import media_files
+from tests.unit.files import samples
 
 BASE = "https://media.example.test"
 T0 = 1_800_000_000_000

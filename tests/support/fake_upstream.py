@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from aiohttp import web
+
 from tests.support import fake_shapes as shapes
 from tests.support.fake_shapes import Answer, Finish, Protocol, ToolCall, Usage
 

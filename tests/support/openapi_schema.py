@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+
 from tests.support.cassettes import CONFORMANCE_DIR, load_yaml
 
 OPENAI_SPEC = CONFORMANCE_DIR / "openai-openapi.yaml"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aiohttp import web
+
 from tests.support.cassettes import CASSETTES_DIR, Interaction, load_cassette
 from tests.support.fake_upstream import RecordedRequest, ServerThread, ThreadedServer, record
 

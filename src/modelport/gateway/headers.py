@@ -16,9 +16,7 @@ TOOL_SESSION_HEADERS = ("x-claude-code-session-id", "session_id", "x-session-id"
 
 def check_svc_id(value: str, name: str) -> str:
     if not SVC_ID_RE.match(value):
-        raise InvalidParameters(
-            f"{name} must be 8 to 128 characters of ASCII letters, digits, '-' or '_'", param=name
-        )
+        raise InvalidParameters(f"{name} must be 8 to 128 characters of ASCII letters, digits, '-' or '_'", param=name)
     return value
 
 

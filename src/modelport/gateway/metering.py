@@ -35,8 +35,14 @@ LogSink = Callable[[RequestContext, Outcome, Usage | None, int], None]
 
 
 class Metering:
-    def __init__(self, settings: Settings, engine: Any, limiters: Limiters, settlements: SettlementWriter,
-                 log_sink: LogSink | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Any,
+        limiters: Limiters,
+        settlements: SettlementWriter,
+        log_sink: LogSink | None = None,
+    ) -> None:
         self._settings = settings
         self._engine = engine
         self._limiters = limiters
@@ -55,11 +61,14 @@ class Metering:
             self._log_refusal(ctx, limited.status, limited.text_message)
             raise limited
         ctx.extra_response_headers.update(headers)
-        lease = await self._limiters.concurrency.acquire(f"team:{team}:inflight", tier.concurrent_requests,
-                                                         LEASE_TTL_SECONDS)
+        lease = await self._limiters.concurrency.acquire(
+            f"team:{team}:inflight", tier.concurrent_requests, LEASE_TTL_SECONDS
+        )
         if lease is None:
-            busy = RequestLimited(f"too many requests in flight for this team (limit {tier.concurrent_requests})",
-                                  headers={**headers, "Retry-After": "1"})
+            busy = RequestLimited(
+                f"too many requests in flight for this team (limit {tier.concurrent_requests})",
+                headers={**headers, "Retry-After": "1"},
+            )
             self._log_refusal(ctx, busy.status, busy.text_message)
             raise busy
         self._leases[ctx.request_id] = lease
@@ -74,7 +83,8 @@ class Metering:
         if held is None:
             await self._release_lease(ctx)
             poor = InsufficientQuota(
-                "Insufficient balance: top up the team's balance to use this model", code="insufficient_quota",
+                "Insufficient balance: top up the team's balance to use this model",
+                code="insufficient_quota",
                 headers=headers,
             )
             self._log_refusal(ctx, poor.status, poor.text_message)
@@ -85,8 +95,10 @@ class Metering:
         usage = outcome.usage
         if usage is None and outcome.status == "cancelled" and outcome.produced_chars:
             # Abandoned before the upstream reported usage: bill what it produced, counted from the stream.
-            usage = Usage(input_tokens=estimate_input_tokens(ctx.canonical),
-                          output_tokens=max(1, outcome.produced_chars // CHARS_PER_TOKEN))
+            usage = Usage(
+                input_tokens=estimate_input_tokens(ctx.canonical),
+                output_tokens=max(1, outcome.produced_chars // CHARS_PER_TOKEN),
+            )
         cost = cost_micros(usage, ctx.model.prices) if usage is not None else 0
         # Non-streaming responses are built after this runs, so they carry the cost; streams cannot.
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))

@@ -66,13 +66,17 @@ class TextGateway:
         if "/" not in model_id:
             raise NotFound(
                 f"The model '{model_id}' does not exist: model ids are <provider>/<name>",
-                code="model_not_found", param="model",
+                code="model_not_found",
+                param="model",
             )
         snapshot = await self.runtime.catalog.get()
         model = snapshot.text.get(model_id)
         if model is None or not team_may_use(model, ctx_auth):
-            raise NotFound(f"The model '{model_id}' does not exist or is not available to this key",
-                           code="model_not_found", param="model")
+            raise NotFound(
+                f"The model '{model_id}' does not exist or is not available to this key",
+                code="model_not_found",
+                param="model",
+            )
         return model
 
     async def handle(self, request: Request, endpoint: str, protocol: str) -> Response:
@@ -84,9 +88,18 @@ class TextGateway:
         canonical = codec.decode_request(body)
         model = await self.resolve_model(canonical.model, auth)
         ctx = RequestContext(
-            request_id=request.state.request_id, endpoint=endpoint, protocol=protocol, codec=codec, auth=auth,
-            body=body, canonical=canonical, model=model, stream=bool(canonical.stream), session_id=session,
-            svc_user_id=user_id, headers={h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers},
+            request_id=request.state.request_id,
+            endpoint=endpoint,
+            protocol=protocol,
+            codec=codec,
+            auth=auth,
+            body=body,
+            canonical=canonical,
+            model=model,
+            stream=bool(canonical.stream),
+            session_id=session,
+            svc_user_id=user_id,
+            headers={h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers},
             started_ms=now_ms(),
         )
         await self.accounting.admit(ctx)
@@ -110,14 +123,21 @@ class TextGateway:
                     finished = True
                     self.accounting.finish(ctx, outcome)
 
-            stream = (fast_stream(ctx, call, outcome, finish) if call.fast
-                      else translated_stream(ctx, call, response_id, outcome, finish))
-            return StreamingResponse(stream, media_type="text/event-stream",
-                                     headers={**SSE_HEADERS, **ctx.extra_response_headers})
+            stream = (
+                fast_stream(ctx, call, outcome, finish)
+                if call.fast
+                else translated_stream(ctx, call, response_id, outcome, finish)
+            )
+            return StreamingResponse(
+                stream, media_type="text/event-stream", headers={**SSE_HEADERS, **ctx.extra_response_headers}
+            )
         try:
             payload = await _until_disconnect(request, call.reply.read_all())
-            content = (fast_body(ctx, call, payload, outcome) if call.fast
-                       else translated_body(ctx, call, payload, response_id, outcome))
+            content = (
+                fast_body(ctx, call, payload, outcome)
+                if call.fast
+                else translated_body(ctx, call, payload, response_id, outcome)
+            )
         except ClientGone:
             outcome.status, outcome.http_status, outcome.error = "cancelled", 499, "client disconnected"
             raise

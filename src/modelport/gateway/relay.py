@@ -75,8 +75,7 @@ def fast_body(ctx: RequestContext, call: OpenCall, payload: bytes, outcome: Outc
     return payload
 
 
-def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, response_id: str,
-                    outcome: Outcome) -> bytes:
+def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, response_id: str, outcome: Outcome) -> bytes:
     try:
         parsed: Any = orjson.loads(payload)
     except orjson.JSONDecodeError as exc:
@@ -95,8 +94,9 @@ def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, respons
 # ---------------------------------------------------------------- streaming
 
 
-async def fast_stream(ctx: RequestContext, call: OpenCall, outcome: Outcome,
-                      finish: Callable[[], None]) -> AsyncIterator[bytes]:
+async def fast_stream(
+    ctx: RequestContext, call: OpenCall, outcome: Outcome, finish: Callable[[], None]
+) -> AsyncIterator[bytes]:
     parser = SSEParser()
     sniffer = ctx.codec.usage_sniffer()
     protocol = ctx.protocol
@@ -134,8 +134,9 @@ async def fast_stream(ctx: RequestContext, call: OpenCall, outcome: Outcome,
         finish()
 
 
-async def translated_stream(ctx: RequestContext, call: OpenCall, response_id: str, outcome: Outcome,
-                            finish: Callable[[], None]) -> AsyncIterator[bytes]:
+async def translated_stream(
+    ctx: RequestContext, call: OpenCall, response_id: str, outcome: Outcome, finish: Callable[[], None]
+) -> AsyncIterator[bytes]:
     parser = SSEParser()
     decoder = call.upstream_codec.stream_decoder()
     encoder = ctx.codec.stream_encoder(ctx.canonical.model, response_id, ctx.canonical.include_usage)

@@ -13,17 +13,29 @@ from modelport.gateway.pipeline import TextGateway
 router = APIRouter(tags=["text"])
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"description": desc} for code, desc in {
-        400: "Invalid parameters", 401: "Missing or invalid key", 402: "Insufficient balance",
-        404: "Unknown model", 429: "Rate limit, request limit or model temporarily unavailable",
+    code: {"description": desc}
+    for code, desc in {
+        400: "Invalid parameters",
+        401: "Missing or invalid key",
+        402: "Insufficient balance",
+        404: "Unknown model",
+        429: "Rate limit, request limit or model temporarily unavailable",
         502: "Upstream error",
     }.items()
 }
 
 
 def _body_doc(ref: str) -> dict[str, Any]:
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": {
-        "type": "object", "description": f"A {ref} request body of the published protocol."}}}}}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {"type": "object", "description": f"A {ref} request body of the published protocol."}
+                }
+            },
+        }
+    }
 
 
 def _gateway(request: Request) -> TextGateway:
@@ -31,8 +43,12 @@ def _gateway(request: Request) -> TextGateway:
     return gateway
 
 
-@router.post("/v1/chat/completions", summary="OpenAI Chat Completions", responses=_ERRORS,
-             openapi_extra=_body_doc("Chat Completions"))
+@router.post(
+    "/v1/chat/completions",
+    summary="OpenAI Chat Completions",
+    responses=_ERRORS,
+    openapi_extra=_body_doc("Chat Completions"),
+)
 async def chat_completions(request: Request) -> Response:
     return await _gateway(request).handle(request, "chat.completions", "openai_chat")
 
@@ -42,7 +58,11 @@ async def responses(request: Request) -> Response:
     return await _gateway(request).handle(request, "responses", "openai_responses")
 
 
-@router.post("/v1/messages", summary="Anthropic Messages (also with ?beta=true)", responses=_ERRORS,
-             openapi_extra=_body_doc("Messages"))
+@router.post(
+    "/v1/messages",
+    summary="Anthropic Messages (also with ?beta=true)",
+    responses=_ERRORS,
+    openapi_extra=_body_doc("Messages"),
+)
 async def messages(request: Request) -> Response:
     return await _gateway(request).handle(request, "messages", "anthropic_messages")

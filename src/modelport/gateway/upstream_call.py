@@ -80,8 +80,9 @@ class UpstreamCaller:
             raise client_error_for(reply.status, payload)
         raise exhausted_error(last_status, self.router.retry_after(candidates))
 
-    def _body(self, ctx: RequestContext, deployment: Deployment, up_protocol: str,
-              fast: bool) -> tuple[dict[str, Any], bool]:
+    def _body(
+        self, ctx: RequestContext, deployment: Deployment, up_protocol: str, fast: bool
+    ) -> tuple[dict[str, Any], bool]:
         if fast:
             body = dict(ctx.body)
             body["model"] = deployment.model

@@ -37,7 +37,8 @@ def catalog_toml(base: str) -> str:
 id = "{model_id}"
 prices = {PRICES}
 default_max_output_tokens = 100
-deployments = [{{ kind = "{kind}", base_url = "{base_for(kind)}", model = "up-{kind}", api_key_env = "FAKE_UPSTREAM_KEY" }}]
+deployments = [{{ kind = "{kind}", base_url = "{base_for(kind)}", model = "up-{kind}",
+                 api_key_env = "FAKE_UPSTREAM_KEY" }}]
 ''')
     out.append(f'''[[text_models]]
 id = "fake/fallback"
@@ -47,16 +48,16 @@ deployments = [
   {{ name = "b", kind = "anthropic", base_url = "{base}", model = "second" }},
 ]
 ''')
-    out.append('''[[text_models]]
+    out.append("""[[text_models]]
 id = "local/smollm2-135m-instruct"
 prices = { input = "0.01", output = "0.02" }
 default_max_output_tokens = 64
 deployments = [{ kind = "local", model = "smollm2-135m-instruct" }]
-''')
+""")
     return "\n".join(out)
 
 
-CONFIG_TOML = '''
+CONFIG_TOML = """
 [[tiers]]
 name = "free"
 qualifying_topup_usd = "0"
@@ -72,7 +73,7 @@ inference_rpm = 3
 query_rpm = 2
 concurrent_media_tasks = 1
 concurrent_requests = 1
-'''
+"""
 
 
 @dataclass
@@ -90,8 +91,9 @@ class Gateway:
         return anthropic.Anthropic(base_url=self.server.text_url, api_key=self.key, max_retries=0)
 
     def admin(self, method: str, path: str, **kw: object) -> httpx.Response:
-        return httpx.request(method, self.server.media_url + "/admin/v1" + path,
-                             headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, **kw)  # type: ignore[arg-type]
+        return httpx.request(
+            method, self.server.media_url + "/admin/v1" + path, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, **kw
+        )  # type: ignore[arg-type]
 
     def new_team(self, name: str, usd: str | None = "10") -> str:
         assert self.admin("POST", "/teams", json={"name": name}).status_code == 200
@@ -101,8 +103,9 @@ class Gateway:
         return key
 
     def balance(self, key: str) -> dict[str, object]:
-        data: dict[str, object] = httpx.get(self.server.media_url + "/api/v1/team/balance",
-                                            headers={"Authorization": f"Bearer {key}"}).json()["data"]
+        data: dict[str, object] = httpx.get(
+            self.server.media_url + "/api/v1/team/balance", headers={"Authorization": f"Bearer {key}"}
+        ).json()["data"]
         return data
 
 
@@ -114,9 +117,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         catalog.write_text(catalog_toml(upstream.base_url))
         config = Path(tmp / "config.toml")
         config.write_text(CONFIG_TOML)
-        with run_server(tmp, MODELPORT_CATALOG=str(catalog), MODELPORT_CONFIG=str(config),
-                        MODELPORT_ADMIN_TOKEN=ADMIN_TOKEN, MODELPORT_DEMO_BALANCE_USD="50",
-                        FAKE_UPSTREAM_KEY="sk-upstream-secret") as server:
+        with run_server(
+            tmp,
+            MODELPORT_CATALOG=str(catalog),
+            MODELPORT_CONFIG=str(config),
+            MODELPORT_ADMIN_TOKEN=ADMIN_TOKEN,
+            MODELPORT_DEMO_BALANCE_USD="50",
+            FAKE_UPSTREAM_KEY="sk-upstream-secret",
+        ) as server:
             assert server.demo_key is not None
             yield Gateway(server, upstream, server.demo_key)
 

@@ -9,13 +9,25 @@ from typing import Any
 import anthropic
 import openai
 
-WEATHER_TOOL_CHAT = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-WEATHER_TOOL_RESPONSES = {"type": "function", "name": "get_weather", "description": "Weather for a city",
-                          "parameters": WEATHER_TOOL_CHAT["function"]["parameters"]}  # type: ignore[index]
-WEATHER_TOOL_MESSAGES = {"name": "get_weather", "description": "Weather for a city",
-                         "input_schema": WEATHER_TOOL_CHAT["function"]["parameters"]}  # type: ignore[index]
+WEATHER_TOOL_CHAT = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+WEATHER_TOOL_RESPONSES = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "parameters": WEATHER_TOOL_CHAT["function"]["parameters"],
+}  # type: ignore[index]
+WEATHER_TOOL_MESSAGES = {
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "input_schema": WEATHER_TOOL_CHAT["function"]["parameters"],
+}  # type: ignore[index]
 
 
 @dataclass
@@ -36,8 +48,9 @@ def chat(client: openai.OpenAI, model: str, *, stream: bool, tools: bool = False
         r = client.chat.completions.create(**kwargs)
         msg = r.choices[0].message
         facts.text = msg.content or ""
-        facts.tool_calls = [(c.function.name, json.loads(c.function.arguments)) for c in msg.tool_calls or []
-                            if c.type == "function"]
+        facts.tool_calls = [
+            (c.function.name, json.loads(c.function.arguments)) for c in msg.tool_calls or [] if c.type == "function"
+        ]
         facts.finish = r.choices[0].finish_reason
         if r.usage:
             facts.input_tokens, facts.output_tokens = r.usage.prompt_tokens, r.usage.completion_tokens
@@ -77,8 +90,9 @@ def responses(client: openai.OpenAI, model: str, *, stream: bool, tools: bool = 
     return facts
 
 
-def messages(client: anthropic.Anthropic, model: str, *, stream: bool, tools: bool = False,
-             prompt: str = "Hi") -> Facts:
+def messages(
+    client: anthropic.Anthropic, model: str, *, stream: bool, tools: bool = False, prompt: str = "Hi"
+) -> Facts:
     kwargs: dict[str, Any] = {"model": model, "max_tokens": 50, "messages": [{"role": "user", "content": prompt}]}
     if tools:
         kwargs["tools"] = [WEATHER_TOOL_MESSAGES]
@@ -92,7 +106,8 @@ def messages(client: anthropic.Anthropic, model: str, *, stream: bool, tools: bo
     facts = Facts(finish=m.stop_reason)
     facts.text = "".join(b.text for b in m.content if b.type == "text")
     facts.tool_calls = [(b.name, dict(b.input)) for b in m.content if b.type == "tool_use"]  # type: ignore[arg-type]
-    facts.input_tokens = m.usage.input_tokens + (m.usage.cache_read_input_tokens or 0) + (
-        m.usage.cache_creation_input_tokens or 0)
+    facts.input_tokens = (
+        m.usage.input_tokens + (m.usage.cache_read_input_tokens or 0) + (m.usage.cache_creation_input_tokens or 0)
+    )
     facts.output_tokens = m.usage.output_tokens
     return facts

@@ -14,10 +14,15 @@ from tests.integration.gateway.conftest import Gateway
 from tests.support.fake_upstream import Reply, Usage
 
 
-def post(gw: Gateway, path: str, body: dict[str, object], key: str | None = None,
-         headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.post(gw.server.text_url + path, json=body, timeout=30,
-                      headers={"Authorization": f"Bearer {key or gw.key}", **(headers or {})})
+def post(
+    gw: Gateway, path: str, body: dict[str, object], key: str | None = None, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    return httpx.post(
+        gw.server.text_url + path,
+        json=body,
+        timeout=30,
+        headers={"Authorization": f"Bearer {key or gw.key}", **(headers or {})},
+    )
 
 
 CHAT = {"model": "fake/chat", "messages": [{"role": "user", "content": "Hi"}]}
@@ -33,19 +38,38 @@ def test_unknown_and_bare_model_are_404(gw: Gateway) -> None:
         gw.anthropic.messages.create(model="claude-x", max_tokens=5, messages=[{"role": "user", "content": "x"}])
 
 
-@pytest.mark.parametrize(("path", "body", "param"), [
-    ("/v1/messages", {"model": "fake/claude", "messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
-    ("/v1/messages", {"model": "fake/claude", "max_tokens": 5, "input": "x",
-                      "messages": [{"role": "user", "content": "x"}]}, "input"),
-    ("/v1/messages", {"model": "fake/claude", "max_tokens": 5,
-                      "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "x"}]},
-     "messages[0].role"),
-    ("/v1/responses", {"model": "fake/responses", "messages": [{"role": "user", "content": "x"}]}, "messages"),
-    ("/v1/chat/completions", {"model": "fake/chat", "messages": [{"role": "user", "content": [
-        {"type": "file", "file": {"file_id": "file-abc123"}}]}]}, "messages[0].content[0].file.file_id"),
-])
-def test_fields_of_other_protocols_are_400_naming_the_field(gw: Gateway, path: str, body: dict[str, object],
-                                                            param: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "body", "param"),
+    [
+        ("/v1/messages", {"model": "fake/claude", "messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
+        (
+            "/v1/messages",
+            {"model": "fake/claude", "max_tokens": 5, "input": "x", "messages": [{"role": "user", "content": "x"}]},
+            "input",
+        ),
+        (
+            "/v1/messages",
+            {
+                "model": "fake/claude",
+                "max_tokens": 5,
+                "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "x"}],
+            },
+            "messages[0].role",
+        ),
+        ("/v1/responses", {"model": "fake/responses", "messages": [{"role": "user", "content": "x"}]}, "messages"),
+        (
+            "/v1/chat/completions",
+            {
+                "model": "fake/chat",
+                "messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-abc123"}}]}],
+            },
+            "messages[0].content[0].file.file_id",
+        ),
+    ],
+)
+def test_fields_of_other_protocols_are_400_naming_the_field(
+    gw: Gateway, path: str, body: dict[str, object], param: str
+) -> None:
     for stream in (False, True):
         r = post(gw, path, {**body, "stream": stream})
         assert r.status_code == 400, r.text
@@ -58,8 +82,14 @@ def test_fields_of_other_protocols_are_400_naming_the_field(gw: Gateway, path: s
 
 def test_inline_media_over_16_mb_is_400(gw: Gateway) -> None:
     big = "data:image/png;base64," + "A" * (22 * 1024 * 1024)
-    r = post(gw, "/v1/chat/completions", {"model": "fake/chat", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": big}}]}]})
+    r = post(
+        gw,
+        "/v1/chat/completions",
+        {
+            "model": "fake/chat",
+            "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": big}}]}],
+        },
+    )
     assert r.status_code == 400 and "16 MB" in r.json()["error"]["message"]
 
 
@@ -72,8 +102,11 @@ def test_svc_headers_are_validated(gw: Gateway, header: str, value: str) -> None
 
 
 def test_malformed_json_is_400(gw: Gateway) -> None:
-    r = httpx.post(gw.server.text_url + "/v1/chat/completions", content=b"{nope",
-                   headers={"Authorization": f"Bearer {gw.key}", "content-type": "application/json"})
+    r = httpx.post(
+        gw.server.text_url + "/v1/chat/completions",
+        content=b"{nope",
+        headers={"Authorization": f"Bearer {gw.key}", "content-type": "application/json"},
+    )
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
 
 
@@ -145,25 +178,34 @@ def test_single_deployment_429_is_429_api_error_with_retry_after(gw: Gateway) ->
 @pytest.mark.parametrize("model", ["fake/chat", "fake/claude"])
 def test_mid_stream_drop_ends_with_error_event(gw: Gateway, model: str) -> None:
     gw.upstream.push(Reply.drop(after_events=3, answer=Reply.text("one two three four five six").answer))
-    with pytest.raises(openai.APIError), gw.openai.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": "x"}], stream=True
-    ) as stream:
+    with (
+        pytest.raises(openai.APIError),
+        gw.openai.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "x"}], stream=True
+        ) as stream,
+    ):
         for _chunk in stream:
             pass
 
 
 def test_mid_stream_drop_on_messages_ends_with_error_event(gw: Gateway) -> None:
     gw.upstream.push(Reply.drop(after_events=3, answer=Reply.text("one two three four five six").answer))
-    r = post(gw, "/v1/messages", {"model": "fake/claude", "max_tokens": 20, "stream": True,
-                                  "messages": [{"role": "user", "content": "x"}]})
+    r = post(
+        gw,
+        "/v1/messages",
+        {"model": "fake/claude", "max_tokens": 20, "stream": True, "messages": [{"role": "user", "content": "x"}]},
+    )
     assert r.status_code == 200
     assert "event: error" in r.text and "message_stop" not in r.text
 
 
 def test_anthropic_headers_forwarded_and_beta_query_accepted(gw: Gateway) -> None:
-    r = httpx.post(gw.server.text_url + "/v1/messages?beta=true", timeout=30, json={
-        "model": "fake/claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}]},
-        headers={"x-api-key": gw.key, "anthropic-version": "2023-06-01", "anthropic-beta": "tools-2024-04-04"})
+    r = httpx.post(
+        gw.server.text_url + "/v1/messages?beta=true",
+        timeout=30,
+        json={"model": "fake/claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}]},
+        headers={"x-api-key": gw.key, "anthropic-version": "2023-06-01", "anthropic-beta": "tools-2024-04-04"},
+    )
     assert r.status_code == 200, r.text
     sent = gw.upstream.last_request
     assert sent is not None
@@ -200,10 +242,16 @@ def test_cost_header_and_balance_settle_from_usage(gw: Gateway) -> None:
 def test_cached_tokens_are_billed_at_cache_rates(gw: Gateway) -> None:
     key = gw.new_team("cache-team", usd="1")
     # 100 input of which 60 cache reads and 20 cache writes: 20*1 + 60*0.5 + 20*1.25 + 10*2 = 95 micro-USD.
-    gw.upstream.push(Reply.text("c", usage=Usage(input_tokens=100, output_tokens=10, cache_read_tokens=60,
-                                                 cache_write_tokens=20)), path="/v1/messages")
-    r = post(gw, "/v1/messages", {"model": "fake/claude", "max_tokens": 10,
-                                  "messages": [{"role": "user", "content": "x"}]}, key=key)
+    gw.upstream.push(
+        Reply.text("c", usage=Usage(input_tokens=100, output_tokens=10, cache_read_tokens=60, cache_write_tokens=20)),
+        path="/v1/messages",
+    )
+    r = post(
+        gw,
+        "/v1/messages",
+        {"model": "fake/claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}]},
+        key=key,
+    )
     assert r.status_code == 200, r.text
     assert Decimal(r.headers["x-modelport-cost"]) == Decimal("0.000095")
 
@@ -214,7 +262,8 @@ def test_no_balance_is_402_before_any_upstream_call(gw: Gateway) -> None:
     assert r.status_code == 402 and r.json()["error"]["type"] == "insufficient_quota"
     with pytest.raises(anthropic.APIStatusError) as err:
         anthropic.Anthropic(base_url=gw.server.text_url, api_key=key, max_retries=0).messages.create(
-            model="fake/claude", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+            model="fake/claude", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+        )
     assert err.value.status_code == 402
     assert gw.upstream.call_count() == 0
 
@@ -245,8 +294,12 @@ def test_query_rpm_is_separate_from_inference(gw: Gateway) -> None:
 
 
 def test_streaming_response_carries_rate_limit_headers(gw: Gateway) -> None:
-    with httpx.stream("POST", gw.server.text_url + "/v1/chat/completions", json={**CHAT, "stream": True},
-                      headers={"Authorization": f"Bearer {gw.key}"}) as r:
+    with httpx.stream(
+        "POST",
+        gw.server.text_url + "/v1/chat/completions",
+        json={**CHAT, "stream": True},
+        headers={"Authorization": f"Bearer {gw.key}"},
+    ) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         assert "x-ratelimit-remaining" in r.headers
         body = r.read().decode()

@@ -39,8 +39,11 @@ def test_text_answer_and_usage(gw: Gateway, inbound: str, model: str, stream: bo
 @pytest.mark.parametrize("model", ["fake/chat", "fake/responses", "fake/claude"])
 @pytest.mark.parametrize("inbound", INBOUND)
 def test_parallel_tool_calls(gw: Gateway, inbound: str, model: str, stream: bool) -> None:
-    gw.upstream.push(Reply.tool_calls([ToolCall("get_weather", {"city": "Paris"}, "call_1"),
-                                       ToolCall("get_weather", {"city": "Oslo"}, "call_2")]))
+    gw.upstream.push(
+        Reply.tool_calls(
+            [ToolCall("get_weather", {"city": "Paris"}, "call_1"), ToolCall("get_weather", {"city": "Oslo"}, "call_2")]
+        )
+    )
     facts = call(gw, inbound, model, stream=stream, tools=True)
     assert facts.tool_calls == [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})]
     expected_finish = {"chat": "tool_calls", "responses": "completed", "messages": "tool_use"}[inbound]

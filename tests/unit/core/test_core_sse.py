@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from tests.support.cassettes import interactions, sse_file
 
 from modelport.core import SSEEvent, SSEParser, format_sse, parse_sse
+from tests.support.cassettes import interactions, sse_file
 
 BODY = (
     b": keep-alive comment\r\n"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from tests.unit.files import samples
 
 from modelport.errors import InvalidParameters, PayloadTooLarge, QuotaExceeded
 from modelport.media.files.checked_stream import CheckedStream
 from modelport.media.files.detect import SNIFF_BYTES
+from tests.unit.files import samples
 
 
 async def chunked(data: bytes, size: int, pulled: list[int] | None = None) -> AsyncIterator[bytes]:

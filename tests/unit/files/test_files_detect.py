@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from tests.unit.files import samples
 
 from modelport.media.files.detect import SNIFF_BYTES, detect_media
+from tests.unit.files import samples
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from tests.support.cassettes import CASSETTES_DIR, Interaction, load_cassette
 from tests.support.replay_upstream import ReplayUpstream, split_events
 
