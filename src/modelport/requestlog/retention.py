@@ -48,11 +48,16 @@ class RetentionPolicy:
         if len(encoded) <= self.max_bytes:
             return encoded.decode("utf-8")
         text = encoded[: self.max_bytes].decode("utf-8", "ignore")
-        keep = len(text)
-        while True:
-            marker = orjson.dumps({"truncated": True, "size_bytes": len(encoded), "preview": text[:keep]})
-            excess = len(marker) - self.max_bytes
-            if excess <= 0:
-                return marker.decode("utf-8")
-            # Each dropped character frees at least one byte, so this ends within a few rounds.
-            keep = max(0, keep - excess)
+        # The longest preview whose marker fits: escaping makes the size per character vary, so search.
+        low, high = 0, len(text)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if len(self._marker(len(encoded), text[:middle])) <= self.max_bytes:
+                low = middle
+            else:
+                high = middle - 1
+        return self._marker(len(encoded), text[:low]).decode("utf-8")
+
+    @staticmethod
+    def _marker(size: int, preview: str) -> bytes:
+        return orjson.dumps({"truncated": True, "size_bytes": size, "preview": preview})
