@@ -160,6 +160,8 @@ def _decode_tool_result(block: dict[str, Any], param: str) -> ToolResultPart:
     tool_use_id = require_str(block, "tool_use_id", f"{param}.tool_use_id", non_empty=True)
     is_error = bool(opt_bool(block, "is_error", f"{param}.is_error"))
     extras = _rest(block, "tool_use_id", "content", "is_error")
+    if block.get("is_error") is False:
+        extras["_is_error_false"] = True  # lets our encoder write an explicit `false` back
     raw = block.get("content")
     if raw is None or isinstance(raw, str):
         return ToolResultPart(tool_call_id=tool_use_id, content=raw or "", is_error=is_error, extras=extras)

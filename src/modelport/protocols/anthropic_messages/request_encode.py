@@ -215,7 +215,7 @@ def _tool_result(part: ToolResultPart, same: bool) -> dict[str, Any]:
             else {"type": "text", "text": p.text, **(p.extras if same else {})}
             for p in part.content
         ]
-    if part.is_error:
-        out["is_error"] = True
+    if part.is_error or extras.get("_is_error_false"):
+        out["is_error"] = part.is_error
     out.update({k: v for k, v in extras.items() if not k.startswith("_")})
     return out
