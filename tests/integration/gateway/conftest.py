@@ -19,6 +19,7 @@ ADMIN_TOKEN = "gateway-admin-token-0123456789"
 PRICES = '{ input = "1", output = "2", cache_read = "0.5", cache_write = "1.25" }'
 
 # model id → upstream kind; each has one deployment on the fake.
+KEY_ENV = 'api_key_env = "FAKE_UPSTREAM_KEY"'
 SINGLE = {
     "fake/chat": "openai_chat",
     "fake/responses": "openai_responses",
@@ -37,8 +38,7 @@ def catalog_toml(base: str) -> str:
 id = "{model_id}"
 prices = {PRICES}
 default_max_output_tokens = 100
-deployments = [{{ kind = "{kind}", base_url = "{base_for(kind)}", model = "up-{kind}",
-                 api_key_env = "FAKE_UPSTREAM_KEY" }}]
+deployments = [{{ kind = "{kind}", base_url = "{base_for(kind)}", model = "up-{kind}", {KEY_ENV} }}]
 ''')
     out.append(f'''[[text_models]]
 id = "fake/fallback"
