@@ -1,0 +1,257 @@
+"""The request log writer against real databases: batching, draining, idempotency, outages, spilling.
+
+Outages are real: the writer talks to PostgreSQL through a TCP relay that the test cuts and restores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event, func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.requestlog.record import LogRecord
+from modelport.requestlog.store import insert_logs
+from modelport.requestlog.writer import RequestLogWriter
+from modelport.storage.db import create_engine
+from modelport.storage.tables import request_log_counts, request_logs
+from tests.support.databases import migrated_engine
+
+T0 = 1_700_000_000_000
+
+
+def make(i: int, *, team: str = "team_w", user: str | None = None, at: int | None = None) -> LogRecord:
+    return LogRecord(
+        id=f"req_{team}_{i:06d}", team_id=team, created_at_ms=T0 + i * 1000 if at is None else at,
+        status="success", provider="openai", model_name="gpt-4o-mini", endpoint="chat.completions",
+        prompt_tokens=10, completion_tokens=5, cached_tokens=0, cost_micros=123, svc_user_id=user,
+    )
+
+
+async def row_count(engine: AsyncEngine, team: str = "team_w") -> int:
+    async with engine.connect() as conn:
+        found = await conn.scalar(select(func.count()).select_from(request_logs).where(request_logs.c.team_id == team))
+    return int(found or 0)
+
+
+async def counted(engine: AsyncEngine, team: str = "team_w", user: str = "") -> int:
+    async with engine.connect() as conn:
+        found = await conn.scalar(
+            select(func.coalesce(func.sum(request_log_counts.c.n), 0)).where(
+                request_log_counts.c.team_id == team, request_log_counts.c.svc_user_id == user
+            )
+        )
+    return int(found or 0)
+
+
+async def wait_for_rows(engine: AsyncEngine, expected: int) -> None:
+    """Poll until `expected` rows are there; callers bound the wait with asyncio.timeout."""
+    while True:
+        if await row_count(engine) >= expected:
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_close_drains_ten_thousand_pending_rows_in_batches(engine: AsyncEngine) -> None:
+    statements = 0
+
+    def on_execute(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        nonlocal statements
+        if statement.startswith("INSERT INTO request_logs"):
+            statements += 1
+
+    event.listen(engine.sync_engine, "before_cursor_execute", on_execute)
+    writer = RequestLogWriter(engine, max_batch=500, flush_interval=0.2)
+    await writer.start()
+    for i in range(10_000):
+        writer.record(make(i, user="user_0001" if i % 4 == 0 else None))
+    assert writer.pending == 10_000  # record() did not touch the database
+    await writer.close()
+    event.remove(engine.sync_engine, "before_cursor_execute", on_execute)
+
+    assert await row_count(engine) == 10_000
+    assert await counted(engine) == 10_000 and await counted(engine, user="user_0001") == 2_500
+    assert writer.stats.written == 10_000 and writer.stats.dropped == 0 and writer.pending == 0
+    # Batched: a few multi-row statements per 500-row batch at most, never one per row.
+    assert 20 <= statements <= 100
+
+
+async def test_rows_arrive_within_the_flush_interval_without_a_flush(engine: AsyncEngine) -> None:
+    writer = RequestLogWriter(engine, flush_interval=0.1)
+    await writer.start()
+    try:
+        started = time.monotonic()
+        for i in range(3):
+            writer.record(make(i))
+        async with asyncio.timeout(5):
+            await wait_for_rows(engine, 3)
+        assert time.monotonic() - started < 2
+    finally:
+        await writer.close()
+
+
+async def test_flush_waits_for_everything_recorded_before_it(engine: AsyncEngine) -> None:
+    writer = RequestLogWriter(engine, flush_interval=60)  # only flush() or a full batch wakes it
+    await writer.start()
+    try:
+        for i in range(1_234):
+            writer.record(make(i))
+        await writer.flush()
+        assert await row_count(engine) == 1_234
+    finally:
+        await writer.close()
+
+
+async def test_reinserting_rows_neither_duplicates_nor_recounts(engine: AsyncEngine) -> None:
+    first = [make(i, user="user_0001") for i in range(50)]
+    assert await insert_logs(engine, first) == 50
+    # A retried batch: half already written, half new.
+    retry = first[25:] + [make(i, user="user_0001") for i in range(50, 75)]
+    assert await insert_logs(engine, retry) == 25
+    assert await row_count(engine) == 75
+    assert await counted(engine) == 75 and await counted(engine, user="user_0001") == 75
+
+    writer = RequestLogWriter(engine)
+    for rec in first:
+        writer.record(rec)
+    await writer.close()
+    assert writer.stats.duplicates == 50 and writer.stats.written == 0
+    assert await row_count(engine) == 75 and await counted(engine) == 75
+
+
+async def test_a_row_the_database_refuses_is_isolated_and_the_rest_land(engine: AsyncEngine) -> None:
+    writer = RequestLogWriter(engine, max_batch=16)
+    records = [make(i) for i in range(40)]
+    records[17] = make(17, at=2**70)  # no 64-bit integer column can hold this
+    for rec in records:
+        writer.record(rec)
+    await writer.close()
+    assert await row_count(engine) == 39
+    assert writer.stats.rejected == 1 and writer.stats.written == 39
+
+
+# -- real outages (PostgreSQL through a relay) ------------------------------------------------------
+
+
+class Relay:
+    """A TCP relay to PostgreSQL that can drop every connection and refuse new ones, then come back."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def open(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def cut(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+        self._server = None
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
+
+    async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        self._writers |= {client_writer, up_writer}
+
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            writer.close()
+
+        await asyncio.gather(pipe(client_reader, up_writer), pipe(up_reader, client_writer))
+
+
+@pytest.fixture
+async def pg(tmp_path: Path) -> AsyncIterator[tuple[AsyncEngine, AsyncEngine, Relay]]:
+    """(direct engine, engine through the relay, relay) on a fresh PostgreSQL database."""
+    async with migrated_engine("postgres", tmp_path) as direct:
+        url = direct.url
+        relay = Relay(url.host or "127.0.0.1", url.port or 5432)
+        await relay.open()
+        relayed = create_engine(url.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False))
+        try:
+            yield direct, relayed, relay
+        finally:
+            await relayed.dispose()
+            with contextlib.suppress(AssertionError):
+                await relay.cut()
+
+
+async def test_an_outage_delays_rows_but_loses_none(pg: tuple[AsyncEngine, AsyncEngine, Relay]) -> None:
+    direct, relayed, relay = pg
+    writer = RequestLogWriter(relayed, flush_interval=0.05, retry_initial=0.05, retry_max=0.2)
+    await writer.start()
+    for i in range(100):
+        writer.record(make(i))
+    await writer.flush()
+    await relay.cut()
+    for i in range(100, 400):
+        writer.record(make(i))
+    await asyncio.sleep(0.5)
+    assert writer.stats.failures > 0 and await row_count(direct) == 100
+    await relay.open()
+    async with asyncio.timeout(30):
+        await writer.flush()
+    await writer.close()
+    assert await row_count(direct) == 400 and await counted(direct) == 400
+    assert writer.stats.dropped == 0 and writer.stats.rejected == 0
+
+
+async def test_overflow_spills_to_disk_and_is_replayed(
+    pg: tuple[AsyncEngine, AsyncEngine, Relay], tmp_path: Path
+) -> None:
+    direct, relayed, relay = pg
+    spill_dir = tmp_path / "spill"
+    writer = RequestLogWriter(
+        relayed, max_batch=10, max_pending=50, spill_dir=spill_dir, flush_interval=0.05,
+        retry_initial=0.05, retry_max=0.2,
+    )
+    await relay.cut()
+    await writer.start()
+    for i in range(200):
+        writer.record(make(i))
+    assert writer.pending == 50 and writer.stats.spilled == 150  # memory stays bounded
+    assert list(spill_dir.glob("spill-*.jsonl"))
+    await relay.open()
+    async with asyncio.timeout(30):
+        await wait_for_rows(direct, 200)
+    await writer.close()
+    assert await counted(direct) == 200
+    assert list(spill_dir.glob("spill-*.jsonl")) == []
+
+
+async def test_rows_left_at_shutdown_are_spilled_and_replayed_by_the_next_writer(
+    pg: tuple[AsyncEngine, AsyncEngine, Relay], tmp_path: Path
+) -> None:
+    direct, relayed, relay = pg
+    spill_dir = tmp_path / "spill"
+    await relay.cut()
+    writer = RequestLogWriter(relayed, spill_dir=spill_dir, close_timeout=0.5, retry_initial=0.05)
+    await writer.start()
+    for i in range(120):
+        writer.record(make(i))
+    await writer.close()
+    assert writer.stats.spilled == 120 and writer.stats.dropped == 0
+    assert await row_count(direct) == 0
+
+    successor = RequestLogWriter(direct, spill_dir=spill_dir)
+    await successor.start()
+    async with asyncio.timeout(30):
+        await wait_for_rows(direct, 120)
+    await successor.close()
+    assert await counted(direct) == 120
+    assert list(spill_dir.glob("spill-*.jsonl")) == []
