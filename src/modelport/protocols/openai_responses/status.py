@@ -19,16 +19,17 @@ _INCOMPLETE_FROM_WIRE = {
 def stop_reason_from_wire(
     status: Any, incomplete_details: Any, *, has_tool_calls: bool, refused: bool
 ) -> StopReason | None:
-    if status == "completed":
-        if has_tool_calls:
-            return StopReason.TOOL_USE
-        return StopReason.REFUSAL if refused else StopReason.END_TURN
+    if status in ("queued", "in_progress"):
+        return None  # not finished
     if status == "incomplete":
         reason = incomplete_details.get("reason") if isinstance(incomplete_details, dict) else None
         return _INCOMPLETE_FROM_WIRE.get(str(reason), StopReason.PAUSE_TURN)
     if status in ("failed", "cancelled"):
         return StopReason.ERROR
-    return None  # queued / in_progress: not finished
+    # "completed", and (leniently) anything unknown from an upstream that did answer.
+    if has_tool_calls:
+        return StopReason.TOOL_USE
+    return StopReason.REFUSAL if refused else StopReason.END_TURN
 
 
 def status_to_wire(reason: StopReason | None) -> tuple[str, dict[str, Any] | None]:

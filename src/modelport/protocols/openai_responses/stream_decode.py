@@ -285,12 +285,13 @@ class ResponsesStreamDecoder:
             return
         self._finished = True
         response = _obj(payload.get("response"))
+        output = _list(response.get("output"))
+        self._final_reasoning(output, events)
         events.extend(self.close())
         usage = usage_from_wire(response.get("usage"))
         if usage is not None:
             events.append(UsageUpdate(usage))
         status = response.get("status") or _str(payload.get("type")).removeprefix("response.")
-        output = _list(response.get("output"))
         calls = self._calls or any(isinstance(i, dict) and i.get("type") == "function_call" for i in output)
         reason = stop_reason_from_wire(
             status,
@@ -303,6 +304,17 @@ class ResponsesStreamDecoder:
             events.append(self._error(error))
         else:
             events.append(Finish(reason or StopReason.END_TURN))
+
+    def _final_reasoning(self, output: list[Any], events: list[StreamEvent]) -> None:
+        """The final response re-encrypts reasoning (its ``encrypted_content`` differs from the one in
+        ``output_item.done``); the final one wins, as in a non-stream response."""
+        for oi, item in enumerate(output):
+            part = self._items.get(oi)
+            if not isinstance(item, dict) or part is None or part.kind != "reasoning":
+                continue
+            encrypted = _opt_str(item.get("encrypted_content"))
+            if encrypted is not None:
+                events.append(ReasoningDelta(index=part.index, encrypted_content=encrypted))
 
     def _error(self, payload: dict[str, Any]) -> StreamError:
         code = payload.get("code")

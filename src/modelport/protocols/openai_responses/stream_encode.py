@@ -154,7 +154,10 @@ class ResponsesStreamEncoder:
                 return self._start() + self._delta(index, "refusal", text)
             case ReasoningDelta():
                 if not event.text and self._done_on_wire(event.index):
-                    return b""  # late metadata (signature, encrypted content) for a finished item
+                    # Late metadata for a finished item: the final encrypted content (the API re-encrypts
+                    # it for `response.completed`) updates the terminal response; a signature has no place.
+                    self._late_reasoning(event.index, event.encrypted_content)
+                    return b""
                 slot = self._slot(event.index, "reasoning")
                 if event.id is not None and not slot.live:
                     slot.reasoning_id = event.id
@@ -187,6 +190,13 @@ class ResponsesStreamEncoder:
             slot = self._slots[index] = fresh
             self._queue.append(slot)
         return slot
+
+    def _late_reasoning(self, index: int, encrypted_content: str | None) -> None:
+        slot = self._slots[index]
+        if encrypted_content is not None and slot.kind == "reasoning":
+            slot.encrypted_content = encrypted_content
+            item = self._output[slot.output_index]
+            self._output[slot.output_index] = {**item, "encrypted_content": encrypted_content}
 
     def _delta(self, index: int, kind: str, text: str) -> bytes:
         if not text and self._done_on_wire(index):
