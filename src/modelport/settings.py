@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     auth_cache_seconds: float = Field(default=5.0, ge=0)
     # Key prefix of rate-limit state in Redis; processes that share limits use the same prefix.
     ratelimit_prefix: str = "modelport"
+    # Cap of each retained request/response payload in the request log (teams with log_retention on).
+    log_payload_max_bytes: int = Field(default=64 * 1024, ge=256)
     demo_team: str = "demo"
     demo_balance_usd: Decimal = Field(default=Decimal(5), ge=0)
     log_level: str = "INFO"

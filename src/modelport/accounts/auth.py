@@ -28,6 +28,7 @@ class AuthContext:
     team_id: str
     team_name: str
     tier: str
+    log_retention: bool = False
 
 
 @dataclass(slots=True)
@@ -70,7 +71,7 @@ class Authenticator:
         if found is not None:
             record, team = found
             if record.active:
-                context = AuthContext(record.id, record.prefix, team.id, team.name, team.tier)
+                context = AuthContext(record.id, record.prefix, team.id, team.name, team.tier, team.log_retention)
                 touched = record.last_used_at_ms or 0
         return _Entry(context=context, expires_at=now + self._ttl, touched_ms=touched)
 

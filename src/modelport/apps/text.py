@@ -11,6 +11,7 @@ from modelport.apps.errors import install_error_handlers
 from modelport.apps.request_id import RequestIdMiddleware
 from modelport.gateway import models_route, routes
 from modelport.gateway.assembly import build_gateway
+from modelport.requestlog import routes as log_routes
 from modelport.runtime import Runtime
 from modelport.settings import Settings, load_settings
 
@@ -38,6 +39,7 @@ def create_text_app(runtime: Runtime | None = None, settings: Settings | None = 
     install_error_handlers(app, "text")
     app.include_router(models_route.router)
     app.include_router(routes.router)
+    app.include_router(log_routes.router)
     app.state.gateway = build_gateway(runtime)
     app.add_middleware(RequestIdMiddleware, host="text")
     return app

@@ -7,8 +7,10 @@ and must not block: settlement and logging happen off the hot path.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
+from modelport.accounts.auth import AuthContext
+from modelport.errors import ServiceError
 from modelport.gateway.context import Outcome, RequestContext
 
 
@@ -16,6 +18,18 @@ class Accounting(Protocol):
     async def admit(self, ctx: RequestContext) -> None: ...
 
     def finish(self, ctx: RequestContext, outcome: Outcome) -> None: ...
+
+    def refuse(
+        self,
+        request_id: str,
+        auth: AuthContext,
+        endpoint: str,
+        body: dict[str, Any] | None,
+        started_ms: int,
+        error: ServiceError,
+    ) -> None:
+        """A request refused before it had a context (invalid body or headers, unknown model)."""
+        ...
 
 
 class NoAccounting:
@@ -25,4 +39,15 @@ class NoAccounting:
         return None
 
     def finish(self, ctx: RequestContext, outcome: Outcome) -> None:
+        return None
+
+    def refuse(
+        self,
+        request_id: str,
+        auth: AuthContext,
+        endpoint: str,
+        body: dict[str, Any] | None,
+        started_ms: int,
+        error: ServiceError,
+    ) -> None:
         return None

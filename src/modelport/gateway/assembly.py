@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from modelport.billing.settlement import SettlementWriter
 from modelport.gateway.accounting import Accounting
+from modelport.gateway.logsink import RequestLogSink
 from modelport.gateway.metering import Metering
 from modelport.gateway.pipeline import TextGateway
 from modelport.gateway.routing import DeploymentRouter
 from modelport.gateway.upstream_call import UpstreamCaller
+from modelport.requestlog.writer import RequestLogWriter
 from modelport.runtime import Runtime
 from modelport.upstreams.pool import UpstreamPool
 
@@ -21,9 +23,13 @@ def build_gateway(runtime: Runtime, accounting: Accounting | None = None) -> Tex
 
 def build_metering(runtime: Runtime) -> Metering:
     settlements = SettlementWriter(runtime.db)
-    metering = Metering(runtime.settings, runtime.db, runtime.limiters, settlements, log_sink=None)
+    log_writer = RequestLogWriter(runtime.db, spill_dir=runtime.settings.data_dir / "spill" / "request_logs")
+    log_sink = RequestLogSink(log_writer, max_payload_bytes=runtime.settings.log_payload_max_bytes)
+    metering = Metering(runtime.settings, runtime.db, runtime.limiters, settlements, log_sink=log_sink)
     runtime.on_startup(settlements.start)
-    # Shutdown hooks run in reverse: leases are released before the last settlements are written.
+    runtime.on_startup(log_writer.start)
+    # Shutdown hooks run in reverse: leases are released, then the last log rows and settlements are written.
     runtime.on_shutdown(settlements.close)
+    runtime.on_shutdown(log_writer.close)
     runtime.on_shutdown(metering.drain)
     return metering

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
+from modelport.accounts.auth import AuthContext
 from modelport.billing import ledger
 from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens, estimated_usage
 from modelport.billing.settlement import Settlement, SettlementWriter
 from modelport.core.usage import Usage
-from modelport.errors import InsufficientQuota, RequestLimited
+from modelport.errors import InsufficientQuota, RequestLimited, ServiceError
 from modelport.gateway.context import Outcome, RequestContext
+from modelport.gateway.logsink import RequestLogSink
 from modelport.money import micros_to_usd
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
 from modelport.settings import Settings
@@ -30,8 +31,6 @@ from modelport.settings import Settings
 log = logging.getLogger("modelport.metering")
 
 LEASE_TTL_SECONDS = 15 * 60
-
-LogSink = Callable[[RequestContext, Outcome, Usage | None, int], None]
 
 
 class Metering:
@@ -41,13 +40,13 @@ class Metering:
         engine: Any,
         limiters: Limiters,
         settlements: SettlementWriter,
-        log_sink: LogSink | None = None,
+        log_sink: RequestLogSink | None = None,
     ) -> None:
         self._settings = settings
         self._engine = engine
         self._limiters = limiters
         self._settlements = settlements
-        self._log_sink = log_sink
+        self.log_sink = log_sink
         self._leases: dict[str, Lease] = {}
         self._background: set[asyncio.Task[None]] = set()
 
@@ -106,12 +105,24 @@ class Metering:
         lease = self._leases.pop(ctx.request_id, None)
         if lease is not None:
             self._spawn_release(lease)
-        if self._log_sink is not None:
-            self._log_sink(ctx, outcome, usage, cost)
+        if self.log_sink is not None:
+            self.log_sink(ctx, outcome, usage, cost)
+
+    def refuse(
+        self,
+        request_id: str,
+        auth: AuthContext,
+        endpoint: str,
+        body: dict[str, Any] | None,
+        started_ms: int,
+        error: ServiceError,
+    ) -> None:
+        if self.log_sink is not None:
+            self.log_sink.early_error(request_id, auth, endpoint, body, started_ms, error.status, error.text_message)
 
     def _log_refusal(self, ctx: RequestContext, status: int, message: str) -> None:
-        if self._log_sink is not None:
-            self._log_sink(ctx, Outcome("error", status, error=message), None, 0)
+        if self.log_sink is not None:
+            self.log_sink(ctx, Outcome("error", status, error=message), None, 0)
 
     async def _release_lease(self, ctx: RequestContext) -> None:
         lease = self._leases.pop(ctx.request_id, None)

@@ -13,6 +13,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from modelport.accounts.auth import AuthContext
 from modelport.apps.deps import text_auth
 from modelport.apps.envelope import JSONBytesResponse
 from modelport.catalog_spec import TextModel
@@ -81,13 +82,26 @@ class TextGateway:
 
     async def handle(self, request: Request, endpoint: str, protocol: str) -> Response:
         auth = await text_auth(request)
-        body = await read_json_body(request)
+        started_ms = now_ms()
+        body: dict[str, Any] | None = None
+        try:
+            body = await read_json_body(request)
+            ctx = await self._context(request, endpoint, protocol, auth, body, started_ms)
+        except ServiceError as exc:
+            # Refused before routing (bad body or headers, unknown model): still one log row.
+            self.accounting.refuse(request.state.request_id, auth, endpoint, body, started_ms, exc)
+            raise
+        return await self._run(request, ctx)
+
+    async def _context(
+        self, request: Request, endpoint: str, protocol: str, auth: AuthContext, body: dict[str, Any], started_ms: int
+    ) -> RequestContext:
         user_id = svc_user_id(request.headers)
         session = session_id(request.headers)
         codec = get_codec(protocol)
         canonical = codec.decode_request(body)
         model = await self.resolve_model(canonical.model, auth)
-        ctx = RequestContext(
+        return RequestContext(
             request_id=request.state.request_id,
             endpoint=endpoint,
             protocol=protocol,
@@ -100,8 +114,10 @@ class TextGateway:
             session_id=session,
             svc_user_id=user_id,
             headers={h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers},
-            started_ms=now_ms(),
+            started_ms=started_ms,
         )
+
+    async def _run(self, request: Request, ctx: RequestContext) -> Response:
         await self.accounting.admit(ctx)
         try:
             call = await self.caller.open(ctx)
@@ -112,7 +128,7 @@ class TextGateway:
         except BaseException:
             self.accounting.finish(ctx, Outcome("cancelled", 499, error="client disconnected"))
             raise
-        response_id = RESPONSE_ID_PREFIX[protocol] + ctx.request_id.removeprefix("req_")
+        response_id = RESPONSE_ID_PREFIX[ctx.protocol] + ctx.request_id.removeprefix("req_")
         outcome = Outcome("success", 200, deployment=call.candidate.key)
         if ctx.stream:
             finished = False

@@ -60,6 +60,18 @@ def _is_usage_only_chunk(data: str) -> bool:
     return isinstance(chunk, dict) and chunk.get("choices") == [] and chunk.get("usage") is not None
 
 
+class _Keeper:
+    """Decodes a relayed stream into a response, for the request log of teams that retain payloads."""
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self._decoder = ctx.codec.stream_decoder()
+        self.accumulator = StreamAccumulator()
+
+    def feed(self, event: str | None, data: str) -> None:
+        for item in self._decoder.feed(event, data):
+            self.accumulator.feed(item)
+
+
 # ---------------------------------------------------------------- non-streaming
 
 
@@ -102,12 +114,16 @@ async def fast_stream(
     protocol = ctx.protocol
     done = False
     assert call.reply.chunks is not None
+    # Only teams that keep payloads pay for decoding the relayed stream on the side.
+    keeper = _Keeper(ctx) if ctx.auth.log_retention else None
     try:
         try:
             async for chunk in call.reply.chunks:
                 out: list[bytes] = []
                 for sse in parser.feed(chunk):
                     sniffer.feed(sse.event, sse.data)
+                    if keeper is not None:
+                        keeper.feed(sse.event, sse.data)
                     if _terminal(protocol, sse.event, sse.data):
                         done = True
                     if _is_error_event(protocol, sse.event, sse.data):
@@ -130,6 +146,8 @@ async def fast_stream(
         raise
     finally:
         outcome.usage = sniffer.usage
+        if keeper is not None:
+            outcome.result = keeper.accumulator
         await call.reply.release()
         finish()
 

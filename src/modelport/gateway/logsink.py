@@ -1,0 +1,79 @@
+"""Turns a finished text request into its `request_logs` row and hands it to the batched writer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelport.accounts.auth import AuthContext
+from modelport.core.accumulate import StreamAccumulator
+from modelport.core.usage import Usage
+from modelport.gateway.context import Outcome, RequestContext
+from modelport.requestlog.record import LogRecord
+from modelport.requestlog.retention import RetentionPolicy
+from modelport.requestlog.writer import RequestLogWriter
+
+UNKNOWN = "unknown"
+
+
+class RequestLogSink:
+    def __init__(self, writer: RequestLogWriter, *, max_payload_bytes: int) -> None:
+        self._writer = writer
+        self._retain = RetentionPolicy(True, max_payload_bytes)
+
+    def __call__(self, ctx: RequestContext, outcome: Outcome, usage: Usage | None, cost_micros: int) -> None:
+        keep = ctx.auth.log_retention
+        self._writer.record(
+            LogRecord(
+                id=ctx.request_id,
+                team_id=ctx.auth.team_id,
+                created_at_ms=ctx.started_ms,
+                status=outcome.status,
+                provider=ctx.model.provider,
+                model_name=ctx.model.name,
+                endpoint=ctx.endpoint,
+                error=outcome.error,
+                prompt_tokens=usage.input_tokens if usage else None,
+                completion_tokens=usage.output_tokens if usage else None,
+                cached_tokens=usage.cache_read_tokens if usage else None,
+                cost_micros=cost_micros,
+                svc_user_id=ctx.svc_user_id,
+                session_id=ctx.session_id,
+                input=self._retain.payload(ctx.body) if keep else None,
+                result=self._retain.payload(_result(ctx, outcome.result))
+                if keep and outcome.result is not None
+                else None,
+            )
+        )
+
+    def early_error(
+        self,
+        request_id: str,
+        auth: AuthContext,
+        endpoint: str,
+        body: dict[str, Any] | None,
+        started_ms: int,
+        status: int,
+        message: str,
+    ) -> None:
+        """A request refused before it was routed (bad body, unknown model): logged with what is known."""
+        model = body.get("model") if isinstance(body, dict) else None
+        provider, _, name = model.partition("/") if isinstance(model, str) else (UNKNOWN, "", UNKNOWN)
+        self._writer.record(
+            LogRecord(
+                id=request_id,
+                team_id=auth.team_id,
+                created_at_ms=started_ms,
+                status="error",
+                provider=provider or UNKNOWN,
+                model_name=name or provider or UNKNOWN,
+                endpoint=endpoint,
+                error=f"{status}: {message}",
+                input=self._retain.payload(body) if auth.log_retention and body is not None else None,
+            )
+        )
+
+
+def _result(ctx: RequestContext, result: Any) -> Any:
+    if isinstance(result, StreamAccumulator):
+        return ctx.codec.encode_response(result.response(), ctx.canonical.model)
+    return result
