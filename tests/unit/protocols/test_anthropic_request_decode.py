@@ -137,6 +137,26 @@ BAD: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         ),
         "messages[0].content[0].content[0].source",
     ),
+    (
+        "container_upload file id",
+        with_block({"type": "container_upload", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"}),
+        "messages[0].content[0].file_id",
+    ),
+    (
+        "future block with a file source",
+        with_block({"type": "some_future_block", "source": {"type": "file", "file_id": "f"}}),
+        "messages[0].content[0].source",
+    ),
+    (
+        "content document with a file image",
+        with_block(
+            {
+                "type": "document",
+                "source": {"type": "content", "content": [image({"type": "file", "file_id": "f"})]},
+            }
+        ),
+        "messages[0].content[0].source.content[0].source",
+    ),
     ("thinking without text", with_block({"type": "thinking", "signature": "s"}), "messages[0].content[0].thinking"),
     ("redacted without data", with_block({"type": "redacted_thinking"}), "messages[0].content[0].data"),
     ("system number", setter("system", 5), "system"),

@@ -86,6 +86,17 @@ def decode_block(raw: Any, param: str) -> InputPart | None:
     if kind == "redacted_thinking":
         return ReasoningPart(redacted=require_str(block, "data", f"{param}.data"), extras=_rest(block, "data"))
     # Server tool calls and results, search results, compaction, ...: only an Anthropic upstream knows them.
+    return _opaque(block, param)
+
+
+def _opaque(block: dict[str, Any], param: str) -> OpaquePart:
+    """Kept verbatim, but a reference to a file in the upstream account (``container_upload``,
+    ``source.type: file``) is refused like any provider file id: it is not the client's to name."""
+    if "file_id" in block:
+        raise _reject_file_id(f"{param}.file_id")
+    source = block.get("source")
+    if isinstance(source, dict) and (source.get("type") == "file" or "file_id" in source):
+        raise _reject_file_id(f"{param}.source")
     return OpaquePart(protocol=PROTOCOL, data=dict(block))
 
 
@@ -149,6 +160,10 @@ def _decode_document(block: dict[str, Any], param: str) -> InputPart | None:
     if kind == "file":
         raise _reject_file_id(f"{param}.source")
     if kind == "content":
+        # A document made of blocks: no canonical form, but its blocks obey the same rules.
+        if isinstance(source.get("content"), list):
+            for j, item in enumerate(source["content"]):
+                decode_block(item, f"{param}.source.content[{j}]")
         return OpaquePart(protocol=PROTOCOL, data=dict(block))
     raise InvalidParameters(
         f"Invalid '{param}.source.type': expected 'base64', 'url', 'text' or 'content'.",
