@@ -53,6 +53,8 @@ class Slot:
     name: str
     cassette: str
     kind: str | None = None  # upstream kind; by default the one the cassette's folder speaks
+    # A second deployment of the same model, replaying this cassette (kind from its folder).
+    fallback: str | None = None
 
     @property
     def folder(self) -> str:
@@ -66,6 +68,10 @@ class Slot:
     def model_id(self) -> str:
         return f"replay/{self.name}"
 
+    @property
+    def fallback_slot(self) -> Slot | None:
+        return None if self.fallback is None else Slot(f"{self.name}-fallback", self.fallback)
+
 
 @dataclass
 class ReplayGateway:
@@ -75,6 +81,10 @@ class ReplayGateway:
 
     def replay(self, slot: Slot) -> ReplayUpstream:
         return self.replays[slot.name]
+
+    def fallback_replay(self, slot: Slot) -> ReplayUpstream:
+        assert slot.fallback_slot is not None
+        return self.replays[slot.fallback_slot.name]
 
     def interactions(self, slot: Slot) -> tuple[Interaction, ...]:
         return self.replays[slot.name].interactions
@@ -108,33 +118,41 @@ def _recorded_model(interactions: Sequence[Interaction]) -> str:
     return "recorded-model"
 
 
-def catalog_toml(slots: Sequence[Slot], replays: dict[str, ReplayUpstream]) -> str:
-    out = []
-    for slot in slots:
-        replay = replays[slot.name]
-        kind = slot.upstream_kind
-        base = replay.base_url if kind == "anthropic" else replay.base_url + "/v1"
-        out.append(f'''[[text_models]]
-id = "{slot.model_id}"
-prices = {{ input = "1", output = "2", cache_read = "0.5", cache_write = "1.25" }}
-default_max_output_tokens = 1000
-
+def _deployment_toml(slot: Slot, replay: ReplayUpstream) -> str:
+    kind = slot.upstream_kind
+    base = replay.base_url if kind == "anthropic" else replay.base_url + "/v1"
+    return f'''
 [[text_models.deployments]]
+name = "{slot.name}"
 kind = "{kind}"
 base_url = "{base}"
 model = "{_recorded_model(replay.interactions)}"
 api_key_env = "{UPSTREAM_KEY_ENV}"
+'''
+
+
+def catalog_toml(slots: Sequence[Slot], replays: dict[str, ReplayUpstream]) -> str:
+    out = []
+    for slot in slots:
+        out.append(f'''[[text_models]]
+id = "{slot.model_id}"
+prices = {{ input = "1", output = "2", cache_read = "0.5", cache_write = "1.25" }}
+default_max_output_tokens = 1000
 ''')
+        out.append(_deployment_toml(slot, replays[slot.name]))
+        if slot.fallback_slot is not None:
+            out.append(_deployment_toml(slot.fallback_slot, replays[slot.fallback_slot.name]))
     return "\n".join(out)
 
 
 @contextmanager
 def replay_gateway(tmp: Path, slots: Sequence[Slot]) -> Iterator[ReplayGateway]:
     """Start one ReplayUpstream per slot and one gateway whose catalog points at them."""
-    names = [s.name for s in slots]
+    names = [s.name for s in slots] + [s.fallback_slot.name for s in slots if s.fallback_slot is not None]
     assert len(names) == len(set(names)), f"duplicate slot names: {names}"
     with ExitStack() as stack:
-        replays = {s.name: stack.enter_context(ReplayUpstream(s.cassette)) for s in slots}
+        every = [*slots, *(s.fallback_slot for s in slots if s.fallback_slot is not None)]
+        replays = {s.name: stack.enter_context(ReplayUpstream(s.cassette)) for s in every}
         catalog = tmp / "catalog.toml"
         catalog.write_text(catalog_toml(slots, replays))
         config = tmp / "config.toml"
