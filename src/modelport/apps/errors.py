@@ -9,7 +9,7 @@ from typing import Literal
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from modelport.apps.envelope import JSONBytesResponse
@@ -55,6 +55,10 @@ def install_error_handlers(app: FastAPI, host: Host) -> None:
             error = InternalError()
         return render_error(error, host)
 
+    async def on_client_gone(_request: Request, _exc: Exception) -> Response:
+        # The client hung up: nobody will read this response, and it is not a server error.
+        return Response(status_code=499)
+
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return render_error(InternalError(), host)
@@ -63,6 +67,7 @@ def install_error_handlers(app: FastAPI, host: Host) -> None:
         ServiceError: on_service_error,
         RequestValidationError: on_validation_error,
         HTTPException: on_http_error,
+        ClientDisconnect: on_client_gone,
         Exception: on_unexpected,
     }
     for exc_type, handler in handlers.items():

@@ -10,7 +10,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
 from modelport.accounts.auth import AuthContext
@@ -37,7 +37,7 @@ RESPONSE_ID_PREFIX = {"openai_chat": "chatcmpl-", "openai_responses": "resp_", "
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
-class ClientGone(Exception):
+class ClientGone(ClientDisconnect):
     """The client disconnected while a non-streaming call was running."""
 
 
