@@ -18,7 +18,9 @@ _MAX_MESSAGE = 1000
 
 
 def is_retryable(status: int) -> bool:
-    return status in RETRYABLE_STATUSES or status >= 500
+    """Worth another deployment. An upstream 404 means this deployment is misconfigured (a wrong model name
+    or base URL), not that the client asked for something wrong: another deployment may well serve it."""
+    return status in RETRYABLE_STATUSES or status >= 500 or status == 404
 
 
 def upstream_message(body: bytes) -> str | None:
@@ -49,7 +51,7 @@ def upstream_param(body: bytes) -> str | None:
 def client_error_for(status: int, body: bytes) -> ServiceError:
     """A non-retryable upstream error status, as the client should see it."""
     message = upstream_message(body)
-    if status in (400, 404, 413, 422):
+    if status in (400, 413, 422):
         # The request itself was refused (bad parameter, context too long...): the client can fix it.
         return InvalidParameters(message or "the upstream model rejected the request", param=upstream_param(body))
     if status in (401, 403):
