@@ -29,6 +29,8 @@ class RequestContext:
     started_ms: int
     # Filled in by admission (billing) and by the call.
     held_micros: int = 0
+    # The canonical request was changed after decoding (own media inlined): the body cannot be forwarded as is.
+    rewritten: bool = False
     extra_response_headers: dict[str, str] = field(default_factory=dict)
 
 

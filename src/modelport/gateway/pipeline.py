@@ -23,6 +23,7 @@ from modelport.gateway.accounting import Accounting
 from modelport.gateway.context import Outcome, RequestContext
 from modelport.gateway.headers import session_id, svc_user_id
 from modelport.gateway.models_route import team_may_use
+from modelport.gateway.own_media import inline_own_files
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
 from modelport.gateway.upstream_call import UpstreamCaller
 from modelport.protocols import get_codec
@@ -101,6 +102,7 @@ class TextGateway:
         codec = get_codec(protocol)
         canonical = codec.decode_request(body)
         model = await self.resolve_model(canonical.model, auth)
+        rewritten = await inline_own_files(self.runtime, canonical)
         return RequestContext(
             request_id=request.state.request_id,
             endpoint=endpoint,
@@ -115,6 +117,7 @@ class TextGateway:
             svc_user_id=user_id,
             headers={h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers},
             started_ms=started_ms,
+            rewritten=rewritten,
         )
 
     async def _run(self, request: Request, ctx: RequestContext) -> Response:

@@ -59,7 +59,7 @@ class UpstreamCaller:
         for candidate in usable:
             deployment = candidate.deployment
             up_protocol = protocol_of(deployment)
-            fast = up_protocol == ctx.protocol
+            fast = up_protocol == ctx.protocol and not ctx.rewritten
             body, strip_usage = self._body(ctx, deployment, up_protocol, fast)
             headers = self._headers(ctx, deployment, up_protocol)
             try:

@@ -305,3 +305,64 @@ def test_streaming_response_carries_rate_limit_headers(gw: Gateway) -> None:
         body = r.read().decode()
     assert body.rstrip().endswith("data: [DONE]")
     assert '"usage"' not in body.replace('"usage":null', "")  # usage chunk hidden: the client did not ask
+
+
+def _png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (320, 320), (200, 30, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("path", "model"),
+    [("/v1/chat/completions", "fake/chat"), ("/v1/messages", "fake/claude"), ("/v1/chat/completions", "fake/claude")],
+)
+def test_own_download_url_is_inlined_without_a_fetch(gw: Gateway, path: str, model: str) -> None:
+    import base64
+
+    png = _png()
+    upload = httpx.post(
+        gw.server.media_url + "/api/v1/media/files",
+        files={"file": ("red.png", png, "image/png")},
+        headers={"Authorization": f"Bearer {gw.key}"},
+    )
+    assert upload.status_code == 200, upload.text
+    url = upload.json()["data"]["download_url"]
+    if path == "/v1/chat/completions":
+        body: dict[str, object] = {
+            "model": model,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What colour?"},
+                        {"type": "image_url", "image_url": {"url": url}},
+                    ],
+                }
+            ],
+        }
+    else:
+        body = {
+            "model": model,
+            "max_tokens": 20,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What colour?"},
+                        {"type": "image", "source": {"type": "url", "url": url}},
+                    ],
+                }
+            ],
+        }
+    r = post(gw, path, body)
+    assert r.status_code == 200, r.text
+    sent = gw.upstream.last_request
+    assert sent is not None
+    encoded = base64.b64encode(png).decode()
+    assert url not in sent.body.decode()
+    assert encoded in sent.body.decode()  # as a data: URL (OpenAI) or a base64 source (Anthropic)
