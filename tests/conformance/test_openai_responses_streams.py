@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from modelport.core import ResponseStart, StreamAccumulator, StreamEvent, parse_sse
+from modelport.core import (
+    ReasoningDelta,
+    ResponseStart,
+    StreamAccumulator,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    parse_sse,
+)
 from modelport.protocols.openai_responses import CODEC
 from tests.support.cassettes import Interaction, interactions
 from tests.support.openapi_schema import assert_valid, load_spec
@@ -131,6 +139,21 @@ def test_decoded_stream_accumulates_to_final_response(it: Interaction) -> None:
     assert events[0].id == _final_response(it.sse_body)["id"]
     facts = _facts(_final_response(it.sse_body))
     assert _accumulated_facts(events) == facts
+
+
+@pytest.mark.parametrize("it", STREAMS, ids=lambda it: it.id)
+def test_decoder_streams_every_delta(it: Interaction) -> None:
+    """Deltas are passed on as they arrive, not only caught up from ``done`` events."""
+    recorded = [json.loads(d) for _, d in _raw_frames(it.sse_body)]
+
+    def count(kind: str) -> int:
+        return sum(1 for p in recorded if p["type"] == kind and p["delta"])
+
+    events = _decode(it.sse_body)
+    assert sum(1 for e in events if isinstance(e, TextDelta) and e.text) == count("response.output_text.delta")
+    assert sum(1 for e in events if isinstance(e, ToolCallDelta)) == count("response.function_call_arguments.delta")
+    summaries = sum(1 for e in events if isinstance(e, ReasoningDelta) and e.text and e.text != "\n\n")
+    assert summaries == count("response.reasoning_summary_text.delta")
 
 
 @pytest.mark.parametrize("it", STREAMS, ids=lambda it: it.id)

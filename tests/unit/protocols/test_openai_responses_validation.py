@@ -190,6 +190,9 @@ def test_unknown_fields_and_previous_response_id_are_kept() -> None:
 
 def test_system_developer_and_hosted_items_keep_their_place() -> None:
     items = [
+        {"role": "assistant", "content": "earlier"},
+        {"role": "developer", "content": "between two model turns"},
+        {"role": "assistant", "content": "again"},
         {"role": "developer", "content": "rules"},
         {"role": "user", "content": "q"},
         {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}},
@@ -198,5 +201,6 @@ def test_system_developer_and_hosted_items_keep_their_place() -> None:
         {"type": "item_reference", "id": "msg_9"},
     ]
     req = CODEC.decode_request(_body(input=items, instructions="top"))
-    assert req.system_text == "top\n\nrules\n\nmore\n\n!"
+    assert req.system_text == "top\n\nbetween two model turns\n\nrules\n\nmore\n\n!"
+    assert [m.role for m in req.messages] == ["assistant", "assistant", "user", "assistant"]
     assert CODEC.encode_request(req, "gpt-4o")["input"] == items
