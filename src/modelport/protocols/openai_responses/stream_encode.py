@@ -57,9 +57,9 @@ _TEXT_LIKE = frozenset({"text", "refusal", "reasoning"})
 _TERMINAL_EVENT = {"completed": "response.completed", "incomplete": "response.incomplete", "failed": "response.failed"}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Slot:
-    """One output item being built from one canonical part."""
+    """One output item being built from one canonical part (compared by identity: queue membership)."""
 
     kind: str  # text | refusal | reasoning | tool_call
     pending: list[str] = field(default_factory=list)  # deltas not yet on the wire
