@@ -88,6 +88,8 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     ]
     if settings.public_media_url and settings.public_media_url.startswith("http://"):
         lines.append("warning: MODELPORT_PUBLIC_MEDIA_URL is plain http://; use https:// in production")
+    if workers > 1 and not settings.redis_url:
+        lines.append("warning: --workers > 1 without MODELPORT_REDIS_URL: rate limits are counted per process")
     if demo is not None and demo.new_key:
         lines.append(f"demo API key:  {demo.new_key}   (team {demo.team_name!r}; shown once, keep it)")
     elif demo is not None:

@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing
+import multiprocessing.connection
+import os
 import signal
 import socket
 from collections.abc import Generator
@@ -86,25 +88,43 @@ def run(settings: Settings, media_sock: socket.socket, text_sock: socket.socket,
     if workers <= 1:
         _worker_main(settings, media_sock, text_sock)
         return
-    ctx = multiprocessing.get_context("spawn")
-    children: list[multiprocessing.context.SpawnProcess] = []
-    for _ in range(workers):
-        child = ctx.Process(target=_worker_main, args=(settings, media_sock, text_sock), daemon=False)
-        child.start()
-        children.append(child)
+    Supervisor(settings, media_sock, text_sock, workers).run()
 
-    def forward(sig: int, _frame: object) -> None:
-        for child in children:
+
+class Supervisor:
+    """Keeps N worker processes alive; forwards SIGTERM/SIGINT to them and waits for them to drain."""
+
+    def __init__(self, settings: Settings, media_sock: socket.socket, text_sock: socket.socket, workers: int) -> None:
+        self._args = (settings, media_sock, text_sock)
+        self._workers = workers
+        self._ctx = multiprocessing.get_context("spawn")
+        self._children: list[multiprocessing.context.SpawnProcess] = []
+        self._stopping = False
+
+    def _spawn(self) -> multiprocessing.context.SpawnProcess:
+        child = self._ctx.Process(target=_worker_main, args=self._args, daemon=False)
+        child.start()
+        return child
+
+    def _forward(self, sig: int, _frame: object) -> None:
+        self._stopping = True
+        for child in self._children:
             if child.is_alive() and child.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
-                    import os
-
                     os.kill(child.pid, sig)
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    for child in children:
-        child.join()
-    failed = [c.exitcode for c in children if c.exitcode not in (0, None)]
-    if failed:
-        log.error("worker processes exited with %s", failed)
+    def run(self) -> None:
+        self._children = [self._spawn() for _ in range(self._workers)]
+        signal.signal(signal.SIGTERM, self._forward)
+        signal.signal(signal.SIGINT, self._forward)
+        while not self._stopping:
+            multiprocessing.connection.wait([c.sentinel for c in self._children], timeout=1.0)
+            for i, child in enumerate(self._children):
+                if not child.is_alive() and not self._stopping:
+                    log.error("worker %s exited with %s; starting a new one", child.pid, child.exitcode)
+                    self._children[i] = self._spawn()
+        for child in self._children:
+            child.join()
+        failed = [c.exitcode for c in self._children if c.exitcode not in (0, None)]
+        if failed:
+            log.error("worker processes exited with %s", failed)

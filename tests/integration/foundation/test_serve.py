@@ -45,8 +45,9 @@ def test_demo_key_answers_the_three_utility_endpoints(server: RunningServer) -> 
     assert models.json()["data"]["models"] == []  # the default media models are unpublished
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer mp-wrong"}, {"Authorization": "Basic abc"},
-                                     {"x-api-key": "mp-wrong"}])
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer mp-wrong"}, {"Authorization": "Basic abc"}, {"x-api-key": "mp-wrong"}]
+)
 def test_media_host_401_shape(server: RunningServer, headers: dict[str, str]) -> None:
     for path in ("/api/v1/apikey/validate", "/api/v1/team/balance", "/api/v1/models"):
         r = httpx.get(server.media_url + path, headers=headers)
@@ -138,5 +139,43 @@ def test_second_start_reuses_demo_team_and_prints_prefix(tmp_path: Path) -> None
         assert first.demo_key is not None
     with run_server(tmp_path) as second:
         assert second.demo_key is None
-        assert any(first.demo_key[:10] in line and "modelport admin key create demo" in line
-                   for line in second.banner)
+        assert any(first.demo_key[:10] in line and "modelport admin key create demo" in line for line in second.banner)
+
+
+def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    with run_server(tmp_path, "--workers", "2") as multi:
+        assert multi.demo_key is not None
+        assert any("rate limits are counted per process" in line for line in multi.banner)
+        pids: set[int] = set()
+        for _ in range(40):
+            r = httpx.get(multi.media_url + "/api/v1/apikey/validate", headers=bearer(multi.demo_key))
+            assert r.status_code == 200
+        children = [int(p) for p in os.popen(f"pgrep -P {multi.process.pid}").read().split()]
+        workers = [pid for pid in children if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        assert len(workers) >= 2
+        os.kill(workers[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            now = {
+                int(p)
+                for p in os.popen(f"pgrep -P {multi.process.pid}").read().split()
+                if "spawn_main" in _cmdline(int(p))
+            }
+            pids = now - set(workers)
+            if pids and workers[0] not in now:
+                break
+            time.sleep(0.2)
+        assert pids, "the supervisor did not start a replacement worker"
+        for _ in range(10):
+            assert httpx.get(multi.text_url + "/v1/models", headers=bearer(multi.demo_key)).status_code == 200
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
