@@ -211,11 +211,13 @@ def test_upstream_failure_mid_stream_sends_error_then_response_failed() -> None:
     assert payloads[-1]["response"]["error"] == {"code": "server_error", "message": "upstream went away"}
 
 
-def test_error_before_any_event_still_starts_the_response() -> None:
+def test_error_from_a_fresh_encoder_is_a_lone_error_event() -> None:
+    """The fast path reports a broken relayed stream with a fresh encoder: no second lifecycle."""
     encoder = CODEC.stream_encoder("m", "resp_1", True)
     payloads = _frames(encoder.error("slow down", "rate_limit_exceeded"))
-    assert _kinds(payloads) == ["created", "in_progress", "error", "failed"]
-    assert payloads[2]["code"] == "rate_limit_exceeded"
+    assert _kinds(payloads) == ["error"]
+    assert payloads[0]["code"] == "rate_limit_exceeded" and payloads[0]["message"] == "slow down"
+    assert encoder.close() == b""
 
 
 def test_non_stream_answer_replayed_as_stream_echoes_the_request() -> None:

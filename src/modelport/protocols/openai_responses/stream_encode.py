@@ -318,11 +318,14 @@ class ResponsesStreamEncoder:
         return self._event("response.failed", response=response)
 
     def error(self, message: str, type: str = "api_error") -> bytes:
-        """An ``error`` event, then ``response.failed`` so clients waiting for a terminal event stop."""
+        """An ``error`` event, then, once this encoder has started the response, ``response.failed`` so
+        clients waiting for a terminal event stop. An encoder that has sent nothing yet (e.g. the fast path
+        reporting a broken relayed stream, whose ``response.created`` came from the upstream) sends the
+        ``error`` event alone: a second ``response.created`` or a ``response.failed`` under another id
+        would contradict the response the client already has."""
         if self._closed:
             return b""
-        out = self._start()
         self._closed = True
         code = "rate_limit_exceeded" if type in ("rate_limit_exceeded", "request_limited") else "server_error"
-        out += self._event("error", code=code, message=message, param=None)
-        return out + self._failed(message, code)
+        out = self._event("error", code=code, message=message, param=None)
+        return out + self._failed(message, code) if self._started else out
