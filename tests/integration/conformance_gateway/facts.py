@@ -38,7 +38,13 @@ def _int(value: Any) -> int:
 
 # ---------------------------------------------------------------- Chat Completions
 
-CHAT_STOP = {"stop": "end", "tool_calls": "tool", "function_call": "tool", "length": "length", "content_filter": "filter"}
+CHAT_STOP = {
+    "stop": "end",
+    "tool_calls": "tool",
+    "function_call": "tool",
+    "length": "length",
+    "content_filter": "filter",
+}
 
 
 def _chat_usage(facts: Facts, usage: dict[str, Any]) -> None:

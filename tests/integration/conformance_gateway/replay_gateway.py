@@ -43,7 +43,11 @@ CLIENT_PATH = {
     "openai_responses": "/v1/responses",
     "anthropic_messages": "/v1/messages",
 }
-KIND_OF_FOLDER = {"openai_chat": "openai_chat", "openai_responses": "openai_responses", "anthropic_messages": "anthropic"}
+KIND_OF_FOLDER = {
+    "openai_chat": "openai_chat",
+    "openai_responses": "openai_responses",
+    "anthropic_messages": "anthropic",
+}
 
 
 @dataclass(frozen=True)
@@ -163,7 +167,7 @@ def replay_gateway(tmp: Path, slots: Sequence[Slot]) -> Iterator[ReplayGateway]:
                 MODELPORT_CATALOG=str(catalog),
                 MODELPORT_CONFIG=str(config),
                 MODELPORT_DEMO_BALANCE_USD="1000",
-                **{UPSTREAM_KEY_ENV: UPSTREAM_KEY},
+                REPLAY_UPSTREAM_KEY=UPSTREAM_KEY,
             )
         )
         assert server.demo_key is not None

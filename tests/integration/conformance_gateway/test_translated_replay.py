@@ -55,8 +55,11 @@ CASES = [
     _case("c-m-parallel", "anthropic_messages/test_multiple_parallel_tool_calls", CHAT),
     _case("c-m-cache", "anthropic_messages/test_anthropic_cache_real_api", CHAT, turns=2),
     _case(
-        "c-m-stop", "anthropic_messages/test_stop_settings[anthropic]", CHAT,
-        extra={"stop": ["Paris"]}, upstream_has={"stop_sequences": ["Paris"]},
+        "c-m-stop",
+        "anthropic_messages/test_stop_settings[anthropic]",
+        CHAT,
+        extra={"stop": ["Paris"]},
+        upstream_has={"stop_sequences": ["Paris"]},
     ),
     _case("c-m-stream", "anthropic_messages/test_request_stream_fallback_for_high_max_tokens", CHAT),
     _case("c-m-thinking-stream", "anthropic_messages/test_anthropic_model_thinking_part_stream", CHAT),

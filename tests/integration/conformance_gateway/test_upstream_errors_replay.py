@@ -31,8 +31,12 @@ from tests.support.cassettes import Interaction
 CHAT_DEVELOPER_ROLE = Slot("chat-400-role", "openai_chat/test_openai_o1_mini_system_role[developer]")
 CHAT_WEB_SEARCH = Slot("chat-400-web-search", "openai_chat/test_openai_web_search_tool_model_not_supported")
 RESPONSES_STREAM_400 = Slot("responses-400-stream", "openai_responses/test_openai_responses_model_http_error")
-RESPONSES_HISTORY = Slot("responses-200-400-200", "openai_responses/test_openai_responses_thinking_with_modified_history")
-MESSAGES_EFFORT = Slot("messages-400-effort", "anthropic_messages/test_anthropic_explicit_effort_xhigh_unsupported_model_errors")
+RESPONSES_HISTORY = Slot(
+    "responses-200-400-200", "openai_responses/test_openai_responses_thinking_with_modified_history"
+)
+MESSAGES_EFFORT = Slot(
+    "messages-400-effort", "anthropic_messages/test_anthropic_explicit_effort_xhigh_unsupported_model_errors"
+)
 FAST_400 = [CHAT_DEVELOPER_ROLE, CHAT_WEB_SEARCH, RESPONSES_STREAM_400, MESSAGES_EFFORT]
 # Requests whose recorded fault (temperature -1) the gateway's own validation already rejects.
 GATEWAY_CATCHES = {RESPONSES_STREAM_400}
