@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, and_, func, select
+from sqlalchemy import BigInteger, ColumnElement, Row, Select, and_, func, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.requestlog.params import LogQuery
@@ -32,13 +32,12 @@ ITEM_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """Rows with lo_ms <= created_at_ms < hi_ms."""
+class Segment(NamedTuple):
+    """Rows with lo_ms <= created_at_ms < hi_ms (a tuple: a 30-day window makes ~720 of them per query)."""
 
     lo_ms: int
     hi_ms: int
-    count: int
+    rows: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +70,9 @@ def segments_newest_first(
     segments = []
     if plan.newer_edge is not None:
         segments.append(Segment(*plan.newer_edge, newer_count))
-    for hour in sorted(hour_counts, reverse=True):
-        if plan.first_hour <= hour < plan.end_hour and hour_counts[hour] > 0:
-            segments.append(Segment(hour * HOUR_MS, (hour + 1) * HOUR_MS, hour_counts[hour]))
+    first, end = plan.first_hour, plan.end_hour
+    hours = sorted((h for h, n in hour_counts.items() if first <= h < end and n > 0), reverse=True)
+    segments.extend([Segment(h * HOUR_MS, (h + 1) * HOUR_MS, hour_counts[h]) for h in hours])
     if plan.older_edge is not None:
         segments.append(Segment(*plan.older_edge, older_count))
     return segments
@@ -83,9 +82,9 @@ def seek(segments: Sequence[Segment], offset: int) -> tuple[int, int] | None:
     """(upper bound in ms, rows to skip below it) where row number `offset` lies; None past the end."""
     before = 0
     for segment in segments:
-        if offset < before + segment.count:
+        if offset < before + segment.rows:
             return segment.hi_ms, offset - before
-        before += segment.count
+        before += segment.rows
     return None
 
 
@@ -100,31 +99,35 @@ def _in_window(team_id: str, svc_user_id: str | None, lo_ms: int, hi_ms: int) ->
     return and_(*conditions)
 
 
-def _count(team_id: str, svc_user_id: str | None, edge: tuple[int, int]) -> Any:
+# Keys of the two partial-hour counts in the segments query's result; real hour numbers are >= 0.
+_NEWER_EDGE, _OLDER_EDGE = -1, -2
+
+
+def _edge_count(key: int, team_id: str, svc_user_id: str | None, edge: tuple[int, int]) -> Select[int, int]:
     window = _in_window(team_id, svc_user_id, *edge)
-    return select(func.count()).select_from(request_logs).where(window).scalar_subquery()
+    return select(literal(key, BigInteger).label("hour"), func.count().label("n")).where(window)
 
 
 async def _segments(conn: AsyncConnection, team_id: str, q: LogQuery) -> list[Segment]:
+    """The window's segments from one statement: hourly counters plus the two partial hours counted."""
     plan = plan_window(q.lo_ms, q.hi_ms)
-    hours: dict[int, int] = {}
+    parts: list[Select[int, int]] = []
     if plan.first_hour < plan.end_hour:
-        user_key = q.svc_user_id if q.svc_user_id is not None else ALL_USERS
-        result = await conn.execute(
+        parts.append(
             select(request_log_counts.c.hour, request_log_counts.c.n).where(
                 request_log_counts.c.team_id == team_id,
-                request_log_counts.c.svc_user_id == user_key,
+                request_log_counts.c.svc_user_id == (q.svc_user_id if q.svc_user_id is not None else ALL_USERS),
                 request_log_counts.c.hour >= plan.first_hour,
                 request_log_counts.c.hour < plan.end_hour,
             )
         )
-        hours = {hour: n for hour, n in result.all()}
-    edges = {name: edge for name, edge in (("newer", plan.newer_edge), ("older", plan.older_edge)) if edge}
-    counts: dict[str, int] = {}
-    if edges:
-        row = await conn.execute(select(*(_count(team_id, q.svc_user_id, e).label(n) for n, e in edges.items())))
-        counts = dict(row.one()._mapping)
-    newer, older = counts.get("newer", 0), counts.get("older", 0)
+    if plan.newer_edge is not None:
+        parts.append(_edge_count(_NEWER_EDGE, team_id, q.svc_user_id, plan.newer_edge))
+    if plan.older_edge is not None:
+        parts.append(_edge_count(_OLDER_EDGE, team_id, q.svc_user_id, plan.older_edge))
+    result = await conn.execute(union_all(*parts) if len(parts) > 1 else parts[0])
+    hours = {int(hour): int(n) for hour, n in result.all()}
+    newer, older = hours.pop(_NEWER_EDGE, 0), hours.pop(_OLDER_EDGE, 0)
     return segments_newest_first(plan, hours, newer, older)
 
 
@@ -151,4 +154,4 @@ async def find_logs(engine: AsyncEngine, team_id: str, q: LogQuery) -> LogPage:
         segments = await _segments(conn, team_id, q)
         start = seek(segments, q.offset)
         rows = [] if start is None else await _page(conn, team_id, q, *start)
-    return LogPage(total=sum(s.count for s in segments), rows=rows)
+    return LogPage(total=sum(s.rows for s in segments), rows=rows)

@@ -56,7 +56,7 @@ def test_segments_and_seek_agree_with_brute_force(seed: int) -> None:
         return 0 if edge is None else sum(1 for t in times if edge[0] <= t < edge[1])
 
     segments = segments_newest_first(plan, dict(hours), count(plan.newer_edge), count(plan.older_edge))
-    assert sum(s.count for s in segments) == len(inside)
+    assert sum(s.rows for s in segments) == len(inside)
     assert all(a.lo_ms >= b.hi_ms for a, b in pairwise(segments))
 
     for offset in sorted({0, 1, len(inside) // 2, max(0, len(inside) - 1), len(inside), len(inside) + 5}):
