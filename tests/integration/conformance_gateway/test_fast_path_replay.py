@@ -9,7 +9,6 @@ event (same `event:` names, JSON-equal data), and the replay must receive exactl
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from tests.integration.conformance_gateway.replay_gateway import (
     UPSTREAM_KEY,
     ReplayGateway,
     Slot,
-    replay_gateway,
 )
 from tests.integration.conformance_gateway.sse_wire import WireEvent, parse_sse, read_stream
 from tests.support.cassettes import Interaction
@@ -58,13 +56,7 @@ SDK_SLOTS = {
     "messages-json": Slot("sdk-messages-json", "anthropic_messages/test_multiple_parallel_tool_calls"),
     "messages-sse": Slot("sdk-messages-sse", "anthropic_messages/test_anthropic_model_thinking_part_stream"),
 }
-ALL = [*CHAT, *RESPONSES, *MESSAGES, CHAT_NO_USAGE, CHAT_TOOL_NO_USAGE, *SDK_SLOTS.values()]
-
-
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplayGateway]:
-    with replay_gateway(tmp_path_factory.mktemp("fast-path"), ALL) as gateway:
-        yield gateway
+SLOTS = [*CHAT, *RESPONSES, *MESSAGES, CHAT_NO_USAGE, CHAT_TOOL_NO_USAGE, *SDK_SLOTS.values()]
 
 
 def client_body(it: Interaction, slot: Slot) -> dict[str, Any]:

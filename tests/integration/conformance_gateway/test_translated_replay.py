@@ -10,7 +10,6 @@ protocol carrying the client's prompt and tools.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ from tests.integration.conformance_gateway.client_shapes import (
     first_user_text,
     function_tools,
 )
-from tests.integration.conformance_gateway.replay_gateway import CLIENT_PATH, ReplayGateway, Slot, replay_gateway
+from tests.integration.conformance_gateway.replay_gateway import CLIENT_PATH, ReplayGateway, Slot
 from tests.integration.conformance_gateway.sse_wire import parse_sse, read_stream
 from tests.support.cassettes import Interaction
 from tests.support.openapi_schema import ANTHROPIC_SPEC, assert_valid
@@ -91,18 +90,14 @@ CASES = [
     _case("m-r-reasoning-stream", "openai_responses/test_openai_responses_thinking_part_iter", MESSAGES),
 ]
 
+SLOTS = [c.slot for c in CASES]
+
 # Which request schema the upstream's body must satisfy.
 UPSTREAM_REQUEST_SCHEMA = {
     CHAT: ("CreateChatCompletionRequest", None),
     RESPONSES: ("CreateResponse", None),
     MESSAGES: ("CreateMessageRequest", ANTHROPIC_SPEC),
 }
-
-
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplayGateway]:
-    with replay_gateway(tmp_path_factory.mktemp("translated"), [c.slot for c in CASES]) as gateway:
-        yield gateway
 
 
 def recorded_facts(folder: str, it: Interaction) -> wire_facts.Facts:

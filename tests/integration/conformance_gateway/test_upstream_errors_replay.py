@@ -11,7 +11,6 @@ another deployment of the model should take the request. Nothing names the upstr
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -24,7 +23,6 @@ from tests.integration.conformance_gateway.replay_gateway import (
     UPSTREAM_KEY,
     ReplayGateway,
     Slot,
-    replay_gateway,
 )
 from tests.support.cassettes import Interaction
 
@@ -62,7 +60,7 @@ SDK_400 = {
     "openai": Slot("sdk-openai-400", CHAT_DEVELOPER_ROLE.cassette),
     "anthropic": Slot("sdk-anthropic-400", MESSAGES_EFFORT.cassette),
 }
-ALL = [
+SLOTS = [
     *FAST_400,
     RESPONSES_HISTORY,
     CHAT_TO_MESSAGES_400,
@@ -73,12 +71,6 @@ ALL = [
     NOT_FOUND_WITH_FALLBACK,
     *SDK_400.values(),
 ]
-
-
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplayGateway]:
-    with replay_gateway(tmp_path_factory.mktemp("upstream-errors"), ALL) as gateway:
-        yield gateway
 
 
 def recorded_body(it: Interaction, slot: Slot) -> dict[str, Any]:
