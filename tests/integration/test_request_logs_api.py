@@ -18,7 +18,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
 from modelport.apps.text import create_text_app
-from modelport.requestlog import routes
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.retention import RetentionPolicy
 from modelport.requestlog.writer import RequestLogWriter
@@ -88,8 +87,6 @@ async def world(engine: AsyncEngine, tmp_path: Path) -> AsyncIterator[World]:
     await writer.close()
 
     app = create_text_app(Runtime(Settings(data_dir=tmp_path, auth_cache_seconds=0), engine=engine))
-    if not any(getattr(route, "path", None) == "/v1/logs" for route in app.routes):
-        app.include_router(routes.router)  # until the app factory includes it
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://text.test") as client:
         yield World(client, key_a, key_b, rows_a, rows_b)
@@ -134,8 +131,12 @@ async def test_default_page_and_a_page_past_the_end(world: World) -> None:
     r = await get_logs(world)
     body = r.json()
     assert (body["page"], body["page_size"], body["total"]) == (1, 10, 232)
+    # Counted against the query rate limit, whose headers come on success too.
+    remaining = int(r.headers["x-ratelimit-remaining"])
+    assert int(r.headers["x-ratelimit-limit"]) > remaining
     assert [i["task_id"] for i in body["requests"]] == expected(world.team_a)[:10]
     r = await get_logs(world, page=24, page_size=10)
+    assert int(r.headers["x-ratelimit-remaining"]) == remaining - 1
     assert [i["task_id"] for i in r.json()["requests"]] == expected(world.team_a)[230:]
     r = await get_logs(world, page=1000, page_size=100)
     assert r.json() == {"requests": [], "total": 232, "page": 1000, "page_size": 100}

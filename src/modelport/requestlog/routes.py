@@ -1,8 +1,10 @@
 """`GET /v1/logs`: the caller's team's text request log, newest first.
 
 The query parameters are declared as plain strings (so FastAPI never answers 422 for them) and checked
-in `params.parse_log_query`. `cost` is USD with 6 decimal places, exact (one micro-USD, the unit costs
-are kept in), encoded as a JSON number. `input`/`result` are the retained JSON payloads, or null.
+in `params.parse_log_query`. Each call counts against the team's query RPM (`X-RateLimit-*` headers on
+the response; 429 `rate_limit_exceeded` over it). `cost` is USD with 6 decimal places, exact (one
+micro-USD, the unit costs are kept in), encoded as a JSON number. `input`/`result` are the retained JSON
+payloads, or null.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from starlette.responses import Response
 from modelport.accounts.auth import AuthContext
 from modelport.apps.deps import get_runtime, text_auth
 from modelport.apps.envelope import JSONBytesResponse
+from modelport.gateway.query_limit import enforce_query_limit
 from modelport.requestlog.params import parse_log_query
 from modelport.requestlog.query import LogRow, find_logs
 
@@ -69,6 +72,8 @@ async def list_logs(
     page: Annotated[str | None, Query(description="default 1")] = None,
     page_size: Annotated[str | None, Query(description="default 10, at most 100")] = None,
 ) -> Response:
+    # Counted before the parameters are checked: a stream of bad queries spends the quota too.
+    headers = await enforce_query_limit(request, auth)
     query = parse_log_query(
         start_time=start_time, end_time=end_time, svc_user_id=svc_user_id, page=page, page_size=page_size
     )
@@ -79,4 +84,4 @@ async def list_logs(
         "page": query.page,
         "page_size": query.page_size,
     }
-    return JSONBytesResponse(body)
+    return JSONBytesResponse(body, headers=headers)
