@@ -16,7 +16,12 @@ from modelport.core.codec import ProtocolCodec
 from modelport.errors import ModelUnavailable
 from modelport.gateway.context import RequestContext
 from modelport.gateway.routing import Candidate, DeploymentRouter
-from modelport.gateway.upstream_errors import client_error_for, exhausted_error, is_retryable
+from modelport.gateway.upstream_errors import (
+    client_error_for,
+    exhausted_error,
+    is_deployment_fault,
+    is_retryable,
+)
 from modelport.protocols import get_codec
 from modelport.upstreams.kinds import ANTHROPIC_DEFAULT_VERSION, auth_headers, protocol_of
 from modelport.upstreams.pool import UpstreamPool
@@ -73,7 +78,7 @@ class UpstreamCaller:
                 return OpenCall(candidate, fast, up_protocol, get_codec(up_protocol), reply, strip_usage)
             payload = await reply.read_all()
             await reply.release()
-            if is_retryable(reply.status):
+            if is_retryable(reply.status) or is_deployment_fault(reply.status, payload):
                 self.router.fail(candidate, rate_limited=reply.status == 429, retry_after=_retry_after(reply))
                 last_status = reply.status
                 continue

@@ -38,6 +38,21 @@ def upstream_message(body: bytes) -> str | None:
     return None
 
 
+def is_deployment_fault(status: int, body: bytes) -> bool:
+    """The upstream does not know the deployment's model (404, or Responses' 400 `model_not_found`):
+    the catalog is wrong, not the client's request."""
+    if status == 404:
+        return True
+    if status != 400:
+        return False
+    try:
+        parsed: Any = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    return isinstance(error, dict) and error.get("code") == "model_not_found"
+
+
 def upstream_param(body: bytes) -> str | None:
     try:
         parsed: Any = orjson.loads(body)
