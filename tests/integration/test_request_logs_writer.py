@@ -211,7 +211,7 @@ async def test_an_outage_delays_rows_but_loses_none(pg: tuple[AsyncEngine, Async
     assert writer.stats.dropped == 0 and writer.stats.rejected == 0
 
 
-async def test_overflow_spills_to_disk_and_is_replayed(
+async def test_outage_and_overflow_spill_to_disk_and_are_replayed(
     pg: tuple[AsyncEngine, AsyncEngine, Relay], tmp_path: Path
 ) -> None:
     direct, relayed, relay = pg
@@ -226,11 +226,24 @@ async def test_overflow_spills_to_disk_and_is_replayed(
         writer.record(make(i))
     assert writer.pending == 50 and writer.stats.spilled == 150  # memory stays bounded
     assert list(spill_dir.glob("spill-*.jsonl"))
+    # Once the writer sees the database gone, nothing stays in memory...
+    async with asyncio.timeout(10):
+        while True:
+            if writer.pending == 0:
+                break
+            await asyncio.sleep(0.02)
+    assert writer.stats.spilled == 200
+    # ...new rows go straight to disk, and a flush returns once they are there.
+    for i in range(200, 205):
+        writer.record(make(i))
+    async with asyncio.timeout(5):
+        await writer.flush()
+    assert writer.pending == 0 and writer.stats.spilled == 205
     await relay.open()
     async with asyncio.timeout(30):
-        await wait_for_rows(direct, 200)
+        await wait_for_rows(direct, 205)
     await writer.close()
-    assert await counted(direct) == 200
+    assert await counted(direct) == 205 and writer.stats.dropped == 0
     assert list(spill_dir.glob("spill-*.jsonl")) == []
 
 
@@ -240,11 +253,14 @@ async def test_rows_left_at_shutdown_are_spilled_and_replayed_by_the_next_writer
     direct, relayed, relay = pg
     spill_dir = tmp_path / "spill"
     await relay.cut()
-    writer = RequestLogWriter(relayed, spill_dir=spill_dir, close_timeout=0.5, retry_initial=0.05)
+    writer = RequestLogWriter(relayed, spill_dir=spill_dir, close_timeout=30, retry_initial=0.05)
     await writer.start()
     for i in range(120):
         writer.record(make(i))
+    started = time.monotonic()
     await writer.close()
+    # The outage is detected and the rows spilled: no waiting for close_timeout.
+    assert time.monotonic() - started < 10
     assert writer.stats.spilled == 120 and writer.stats.dropped == 0
     assert await row_count(direct) == 0
 
@@ -255,3 +271,15 @@ async def test_rows_left_at_shutdown_are_spilled_and_replayed_by_the_next_writer
     await successor.close()
     assert await counted(direct) == 120
     assert list(spill_dir.glob("spill-*.jsonl")) == []
+
+
+async def test_without_a_spill_dir_rows_left_at_shutdown_are_counted_as_dropped(
+    pg: tuple[AsyncEngine, AsyncEngine, Relay],
+) -> None:
+    _direct, relayed, relay = pg
+    await relay.cut()
+    writer = RequestLogWriter(relayed, close_timeout=0.5, retry_initial=0.05)
+    for i in range(10):
+        writer.record(make(i))
+    await writer.close()
+    assert writer.stats.dropped == 10 and writer.stats.spilled == 0 and writer.pending == 0

@@ -5,9 +5,12 @@
 waiting). Inserts are idempotent on the request id (see `store.insert_logs`), so a failed batch is simply
 retried, with exponential backoff, until it lands: no row is lost or duplicated by a database outage.
 
-Bounded memory: at most `max_pending` rows wait in memory. Beyond that, rows go to a spill file under
-`spill_dir` (see `spill.py`) and are replayed once the queue has drained; without a `spill_dir` the excess
-rows are dropped and logged (set a `spill_dir` in production).
+Outages and bounded memory, with a `spill_dir` (set one in production): once an insert fails and the
+database does not answer `SELECT 1`, every row in memory, and every row recorded until an insert succeeds
+again, goes to a spill file (see `spill.py`); the files are replayed (retrying until the database is back)
+whenever the queue is empty. Rows also spill whenever `max_pending` rows are already waiting. Without a
+`spill_dir`, the failed batch is retried in memory, up to `max_pending` rows wait behind it, and rows
+beyond that are dropped and logged.
 
 A batch that keeps failing while the database answers `SELECT 1` holds a bad row: it is split in halves
 until the bad row is alone, and that row is logged and dropped (`stats.rejected`), so one bad row never
@@ -16,8 +19,9 @@ blocks the log.
 Shutdown: `close()` drains the queue into the database; if the database still fails after
 `close_timeout` seconds, the remainder goes to the spill file (replayed by the next process to start).
 
-Crash bound: a hard kill (SIGKILL, power loss) loses the rows still in memory: normally those recorded in
-the last `flush_interval` seconds plus the batch being inserted; during a database outage, up to
+Crash bound: a hard kill (SIGKILL, power loss) loses the rows still in memory: those recorded in the last
+`flush_interval` seconds plus the batch being inserted (at most `max_batch` rows). During an outage that
+is also the bound with a `spill_dir` (rows recorded before the outage was detected); without one, up to
 `max_pending` rows. Spilled rows survive a killed process (not a power cut: they are not fsynced).
 
 Call `record()` from the event loop's thread.
@@ -40,6 +44,10 @@ from modelport.requestlog.spill import SpillFile
 from modelport.requestlog.store import insert_logs
 
 log = logging.getLogger("modelport.requestlog")
+
+
+class _ReplayAbandoned(Exception):
+    """A spill file's replay stops at shutdown while the database is unreachable."""
 
 
 @dataclass(slots=True)
@@ -77,9 +85,11 @@ class RequestLogWriter:
         self._retry_max = retry_max
         self._queue: deque[LogRecord] = deque()
         self._inflight: list[LogRecord] = []
-        # Rows enter the queue in order and leave it in order: a flush() waits for a prefix of it.
+        # Rows that enter the queue are numbered 0, 1, ...; a flush() waits until every number below its
+        # target has left memory (written, rejected or spilled).
         self._enqueued = 0
-        self._settled = 0
+        self._inflight_from = 0
+        self._database_down = False
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -93,7 +103,8 @@ class RequestLogWriter:
 
     def record(self, rec: LogRecord) -> None:
         """Queue one row; never waits."""
-        if self._closed or self.pending >= self._max_pending:
+        down = self._database_down and self._spill is not None
+        if self._closed or down or self.pending >= self._max_pending:
             self._overflow([rec])
             return
         self._queue.append(rec)
@@ -108,10 +119,11 @@ class RequestLogWriter:
     async def flush(self) -> None:
         """Wait until every row recorded before this call is in the database (or spilled, or rejected).
 
-        While the database is down this waits until it is back; bound it with `asyncio.timeout` if needed.
+        During an outage the rows are spilled (with a `spill_dir`) and this returns; without a `spill_dir` it
+        waits until the database is back (bound it with `asyncio.timeout` if needed).
         """
         target = self._enqueued
-        if self._settled >= target:
+        if self._durable_below() >= target:
             return
         await self.start()
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -142,7 +154,7 @@ class RequestLogWriter:
         if leftovers:
             log.error("database unavailable at shutdown: %d log rows not written", len(leftovers))
             self._overflow(leftovers)
-        self._settle(len(leftovers))
+        self._notify()
         if self._spill is not None:
             self._spill.seal()
 
@@ -157,10 +169,11 @@ class RequestLogWriter:
                 self._wake.clear()
             while self._queue:
                 count = min(self._max_batch, len(self._queue))
+                self._inflight_from = self._enqueued - len(self._queue)
                 self._inflight = [self._queue.popleft() for _ in range(count)]
-                await self._write(self._inflight)
+                await self._write(self._inflight, from_memory=True)
                 self._inflight = []
-                self._settle(count)
+                self._notify()
             if self._closing:
                 return
             if self._spill is not None and self._spill.active_rows:
@@ -173,14 +186,20 @@ class RequestLogWriter:
         try:
             for claimed in self._spill.claim():
                 for batch in claimed.batches(self._max_batch):
-                    await self._write(batch)
+                    await self._write(batch, from_memory=False)
                 claimed.remove()
+        except _ReplayAbandoned:
+            pass  # shutting down while the database is away: the file stays for the next process
         except OSError:
             # The files stay where they are; the next replay (or the next process) tries again.
             log.exception("cannot replay request log spill files in %s", self._spill.directory)
 
-    async def _write(self, batch: list[LogRecord]) -> None:
-        """Insert until it lands; isolate and reject rows the database refuses while it is healthy."""
+    async def _write(self, batch: list[LogRecord], *, from_memory: bool) -> bool:
+        """Insert until the batch lands, isolating and rejecting rows the database refuses while it answers.
+
+        Returns True when, instead, the rows in memory went to the spill file because the database is
+        unreachable (only for a batch from memory: a batch replayed from a spill file waits it out).
+        """
         failures = 0
         while True:
             try:
@@ -191,21 +210,29 @@ class RequestLogWriter:
                 if await self._database_answers():
                     if len(batch) > 1:
                         half = len(batch) // 2
-                        await self._write(batch[:half])
-                        await self._write(batch[half:])
-                        return
+                        return (await self._write(batch[:half], from_memory=from_memory)
+                                or await self._write(batch[half:], from_memory=from_memory))
                     if failures >= 2:
                         self.stats.rejected += 1
                         log.error("request log row %s rejected by the database: %s", batch[0].id, exc)
-                        return
+                        return False
                     continue
+                if not self._database_down:
+                    self._database_down = True
+                    log.warning("request log database unreachable: %s", exc)
+                if from_memory and self._spill_memory():
+                    return True
+                if not from_memory and self._closing:
+                    raise _ReplayAbandoned from exc
                 delay = min(self._retry_max, self._retry_initial * 2 ** (failures - 1))
-                log.warning("request log insert failed (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
             else:
+                if self._database_down:
+                    self._database_down = False
+                    log.warning("request log database is back")
                 self.stats.written += new
                 self.stats.duplicates += len(batch) - new
-                return
+                return False
 
     async def _database_answers(self) -> bool:
         try:
@@ -218,20 +245,41 @@ class RequestLogWriter:
     # -- bookkeeping -------------------------------------------------------------------------------
 
     def _overflow(self, records: list[LogRecord]) -> None:
-        if self._spill is not None:
-            try:
-                self.stats.spilled += self._spill.append(records)
-                return
-            except OSError:
-                log.exception("cannot write the request log spill file")
-        self.stats.dropped += len(records)
-        log.error("request log queue full: %d rows dropped", len(records))
+        """Rows that cannot wait in memory: to the spill file, else dropped."""
+        if not self._try_spill(records):
+            self.stats.dropped += len(records)
+            log.error("request log rows dropped (no room in memory, no spill file): %d", len(records))
 
-    def _settle(self, count: int) -> None:
-        self._settled += count
+    def _try_spill(self, records: list[LogRecord]) -> bool:
+        if self._spill is None:
+            return False
+        try:
+            self.stats.spilled += self._spill.append(records)
+        except OSError:
+            log.exception("cannot write the request log spill file")
+            return False
+        return True
+
+    def _spill_memory(self) -> bool:
+        """Move every row in memory (the batch being written included) to the spill file."""
+        if not self._try_spill([*self._inflight, *self._queue]):
+            return False
+        self._inflight = []
+        self._queue.clear()
+        self._notify()
+        return True
+
+    def _durable_below(self) -> int:
+        """Every row numbered below this has left memory."""
+        if self._inflight:
+            return self._inflight_from
+        return self._enqueued - len(self._queue)
+
+    def _notify(self) -> None:
+        durable = self._durable_below()
         still_waiting = []
         for target, future in self._waiters:
-            if self._settled >= target:
+            if durable >= target:
                 if not future.done():
                     future.set_result(None)
             else:
