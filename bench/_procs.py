@@ -1,0 +1,255 @@
+"""The benchmark's processes: the fake upstream and `modelport serve`, started and stopped, and read from /proc.
+
+CPU time and resident memory come from /proc (Linux), summed over a process and its descendants so that
+`modelport serve --workers N` (a parent that forks N workers) is measured as a whole.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+
+_URL_RE = re.compile(r"^text gateway:\s+(http://\S+)")
+_KEY_RE = re.compile(r"^demo API key:\s+(\S+)")
+
+
+# ---------------------------------------------------------------- /proc readers
+
+
+def _stat_fields(pid: int) -> list[str]:
+    raw = Path(f"/proc/{pid}/stat").read_text()
+    # The command name (field 2) may hold spaces; everything after its closing parenthesis is space-separated.
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            ppid = int(_stat_fields(int(entry))[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(children.get(current, []))
+    return out
+
+
+def cpu_times(pids: list[int]) -> tuple[float, float]:
+    """(user, system) CPU seconds of the given processes, all their threads."""
+    user = system = 0
+    for pid in pids:
+        try:
+            fields = _stat_fields(pid)
+        except OSError:
+            continue
+        user, system = user + int(fields[11]), system + int(fields[12])  # utime, stime (stat fields 14, 15)
+    return user / CLOCK_TICKS, system / CLOCK_TICKS
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    return sum(cpu_times(pids))
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy (all cores, everything but idle and iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / CLOCK_TICKS
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    """(current RSS, peak RSS) of one process in MB."""
+    current = peak = 0.0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            current = int(line.split()[1]) / 1024
+        elif line.startswith("VmHWM:"):
+            peak = int(line.split()[1]) / 1024
+    return current, peak
+
+
+# ---------------------------------------------------------------- processes
+
+
+@dataclass
+class Proc:
+    name: str
+    process: subprocess.Popen[str]
+    url: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pids(self) -> list[int]:
+        return descendants(self.process.pid)
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pids)
+
+    def memory(self) -> dict[str, tuple[float, float]]:
+        out: dict[str, tuple[float, float]] = {}
+        for pid in self.pids:
+            try:
+                out[str(pid)] = rss_mb(pid)
+            except OSError:
+                continue
+        return out
+
+    def stop(self, timeout: float = 30) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _read_lines_until(process: subprocess.Popen[str], done: re.Pattern[str], timeout: float) -> list[str]:
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"process exited with {process.wait()} before it was ready; output: {lines}")
+        lines.append(line.rstrip("\n"))
+        if done.match(line):
+            return lines
+    raise RuntimeError(f"process not ready after {timeout} s; output: {lines}")
+
+
+def start_fake_upstream(*, delay_ms: float, chunks: int) -> Proc:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(BENCH_DIR / "fake_upstream.py"),
+            "--port",
+            "0",
+            "--delay-ms",
+            str(delay_ms),
+            "--chunks",
+            str(chunks),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = _read_lines_until(process, re.compile(r"^ready "), 30)
+    except BaseException:
+        process.kill()
+        raise
+    return Proc("fake upstream", process, lines[-1].split()[1])
+
+
+def catalog_toml(fake_url: str) -> str:
+    # Tiny prices: a hold is still written per request (the billing guarantee), never refused.
+    prices = '{ input = "0.01", output = "0.02" }'
+    return f"""
+[[text_models]]
+id = "bench/fast"
+prices = {prices}
+default_max_output_tokens = 64
+deployments = [{{ kind = "openai_chat", base_url = "{fake_url}/v1", model = "m" }}]
+
+[[text_models]]
+id = "bench/translated"
+prices = {prices}
+default_max_output_tokens = 64
+deployments = [{{ kind = "anthropic", base_url = "{fake_url}", model = "m" }}]
+"""
+
+
+CONFIG_TOML = """
+[[tiers]]
+name = "bench"
+qualifying_topup_usd = "0"
+inference_rpm = 100000000
+query_rpm = 100000000
+concurrent_media_tasks = 2
+concurrent_requests = 100000
+"""
+
+
+def start_gateway(
+    data_dir: Path, fake_url: str, *, workers: int, database_url: str | None, launcher: str | None = None
+) -> Proc:
+    """`modelport serve` (or `python LAUNCHER serve ...`, a script standing in for `-m modelport` in experiments)."""
+    catalog = data_dir / "catalog.toml"
+    catalog.write_text(catalog_toml(fake_url))
+    config = data_dir / "config.toml"
+    config.write_text(CONFIG_TOML)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MODELPORT_")}
+    env.update(
+        {
+            "MODELPORT_DATA_DIR": str(data_dir),
+            "MODELPORT_CATALOG": str(catalog),
+            "MODELPORT_CONFIG": str(config),
+            "MODELPORT_DEMO_BALANCE_USD": "1000000",
+            "MODELPORT_LOG_LEVEL": "WARNING",
+        }
+    )
+    if database_url:
+        env["MODELPORT_DATABASE_URL"] = database_url
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            *([launcher] if launcher else ["-m", "modelport"]),
+            "serve",
+            "--media-port",
+            "0",
+            "--text-port",
+            "0",
+            "--workers",
+            str(workers),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
+    try:
+        lines = _read_lines_until(process, re.compile(r"^(demo API key:|demo team )"), 120)
+        url = next(m.group(1) for line in lines if (m := _URL_RE.match(line)))
+        key = next((m.group(1) for line in lines if (m := _KEY_RE.match(line))), None)
+        if key is None:
+            raise RuntimeError(f"no demo key in the banner (reused data dir?): {lines}")
+        _wait_http(url + "/openapi.json", process, 60)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return Proc("gateway", process, url, {"key": key, "data_dir": str(data_dir)})
+
+
+def _wait_http(url: str, process: subprocess.Popen[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"gateway exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer within {timeout} s")

@@ -1,0 +1,428 @@
+"""Text gateway benchmark: direct calls to a fast fake upstream against the same calls through modelport.
+
+    .venv/bin/python bench/gateway_bench.py [--seconds 8] [--out /tmp/modelport-bench.json]
+
+In one run it starts `bench/fake_upstream.py` (answers after 50 ms, streams 16 chunks over those 50 ms)
+and `modelport serve` (fresh data dir under /tmp, SQLite, the demo team with a large balance on a tier
+with no practical limits), then measures Chat Completions requests three ways:
+
+- direct:     client → fake upstream;
+- fast:       client → modelport (`bench/fast`, an `openai_chat` deployment: same protocol, body relayed);
+- translated: client → modelport (`bench/translated`, an `anthropic` deployment: Chat in, Messages upstream);
+
+non-streaming at concurrency 1, 16 and 64, and streaming at 16 (latency to the last byte; time to first
+byte as well). For each: requests/s, p50/p99 latency, the ratios to direct, the gateway's CPU time per
+request (from /proc, over exactly the recorded requests) and the client's. Then resident memory of each
+process and the cost of the per-request balance hold (`bench/_hold.py`). Prints a table and writes JSON.
+Everything listens on 127.0.0.1 and everything started is stopped at the end.
+
+With `--profile DIR`, py-spy samples the gateway during each recorded gateway phase (collapsed stacks in
+DIR; py-spy must be on PATH or given with `--py-spy`); sampling costs CPU, so such a run's figures are
+slightly pessimistic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import _hold
+import _load
+import _procs
+
+SCENARIOS: list[tuple[str, int, bool]] = [("c1", 1, False), ("c16", 16, False), ("c64", 64, False), ("s16", 16, True)]
+PATHS = ("direct", "fast", "translated")
+PROMPT = [{"role": "user", "content": "Say hello in one short sentence."}]
+
+# Targets of the fast path (issue 3, "Speed").
+MAX_ADDED_P50_MS_C1 = 1.5
+MIN_RATIO_C64 = 0.6
+MIN_RATIO_S16 = 0.8
+REFERENCE_CPU_MS = 12.0  # a well-known Python gateway, per request, on this machine
+
+
+def _chat_complete(payload: bytes) -> bool:
+    return payload.startswith(b"{") and b'"choices"' in payload
+
+
+def _stream_complete(payload: bytes) -> bool:
+    return payload.rstrip().endswith(b"data: [DONE]")
+
+
+def make_target(path: str, stream: bool, fake_url: str, gateway_url: str, key: str) -> _load.Target:
+    model = {"direct": "m", "fast": "bench/fast", "translated": "bench/translated"}[path]
+    body: dict[str, Any] = {"model": model, "messages": PROMPT, "max_tokens": 16}
+    if stream:
+        body["stream"] = True
+    headers = {"content-type": "application/json"}
+    if path == "direct":
+        url = fake_url + "/v1/chat/completions"
+    else:
+        url = gateway_url + "/v1/chat/completions"
+        headers["authorization"] = f"Bearer {key}"
+    complete = _stream_complete if stream else _chat_complete
+    return _load.Target(url, headers, json.dumps(body).encode(), stream, complete)
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+@dataclass
+class PhaseResult:
+    scenario: str
+    path: str
+    concurrency: int
+    stream: bool
+    requests: int
+    errors: int
+    first_error: str | None
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    ttfb_p50_ms: float | None
+    ttfb_p99_ms: float | None
+    gateway_cpu_ms: float | None
+    gateway_sys_share: float | None  # part of the gateway's CPU spent in the kernel (sockets, mostly)
+    upstream_cpu_ms: float
+    client_cpu_ms: float
+    other_load_cores: float  # CPU used by everything else on the machine during the window, in cores
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+class CpuWindow:
+    """CPU seconds across the recorded window of one phase: the gateway (user, system), the fake upstream,
+    and the whole machine (to tell how busy everything else, e.g. other people's jobs, kept the cores)."""
+
+    def __init__(self, gateway: _procs.Proc, upstream: _procs.Proc, profiler: Callable[[bool], None]) -> None:
+        self._upstream, self._profiler = upstream, profiler
+        self._pids = gateway.pids
+        self.gateway_user = self.gateway_sys = self.upstream = self.machine = 0.0
+
+    def _read(self) -> tuple[float, float, float, float]:
+        user, system = _procs.cpu_times(self._pids)
+        return user, system, self._upstream.cpu(), _procs.machine_busy_seconds()
+
+    def __call__(self, opening: bool) -> None:
+        if opening:
+            self._profiler(True)
+            self._start = self._read()
+        else:
+            end = self._read()
+            self.gateway_user, self.gateway_sys, self.upstream, self.machine = (
+                b - a for a, b in zip(self._start, end, strict=True)
+            )
+            self._profiler(False)
+
+    @property
+    def gateway(self) -> float:
+        return self.gateway_user + self.gateway_sys
+
+
+class Profiler:
+    """py-spy attached to the gateway for one phase at a time (collapsed stacks), or nothing."""
+
+    def __init__(self, py_spy: str | None, out_dir: Path | None, pid: int, extra: list[str]) -> None:
+        self._py_spy, self._out_dir, self._pid, self._extra = py_spy, out_dir, pid, extra
+        self._running: subprocess.Popen[bytes] | None = None
+        self.files: dict[str, str] = {}
+
+    def for_phase(self, name: str) -> Callable[[bool], None]:
+        def toggle(start: bool) -> None:
+            if self._py_spy is None or self._out_dir is None:
+                return
+            if start:
+                out = self._out_dir / f"{name}.txt"
+                self.files[name] = str(out)
+                self._running = subprocess.Popen(
+                    [
+                        self._py_spy,
+                        "record",
+                        "--pid",
+                        str(self._pid),
+                        "--format",
+                        "raw",
+                        "--rate",
+                        "200",
+                        "--nonblocking",
+                        "--subprocesses",
+                        "--output",
+                        str(out),
+                        *self._extra,
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                time.sleep(0.3)  # let it attach before the window opens
+            elif self._running is not None:
+                self._running.send_signal(2)  # SIGINT: py-spy writes its output and exits
+                self._running.wait(timeout=30)
+                self._running = None
+
+        return toggle
+
+
+async def run_phases(
+    args: argparse.Namespace, upstream: _procs.Proc, gateway: _procs.Proc, profiler: Profiler
+) -> list[PhaseResult]:
+    results: list[PhaseResult] = []
+    for scenario, concurrency, stream in SCENARIOS:
+        if args.only and scenario not in args.only:
+            continue
+        for path in PATHS:
+            target = make_target(path, stream, upstream.url, gateway.url, gateway.extra["key"])
+            name = f"{path}-{scenario}"
+            window = CpuWindow(gateway, upstream, profiler.for_phase(name) if path != "direct" else lambda _: None)
+            async with _load.new_session(concurrency) as session:
+                sample = await _load.run(
+                    session,
+                    target,
+                    concurrency=concurrency,
+                    seconds=args.seconds,
+                    warmup=args.warmup,
+                    on_window=window,
+                )
+            n = max(sample.count, 1)
+            result = PhaseResult(
+                scenario=scenario,
+                path=path,
+                concurrency=concurrency,
+                stream=stream,
+                requests=sample.count,
+                errors=sample.errors,
+                first_error=sample.first_error,
+                rps=sample.count / sample.elapsed if sample.elapsed else 0.0,
+                p50_ms=_pct(sample.latencies, 0.5) * 1000,
+                p99_ms=_pct(sample.latencies, 0.99) * 1000,
+                ttfb_p50_ms=_pct(sample.first_bytes, 0.5) * 1000 if stream else None,
+                ttfb_p99_ms=_pct(sample.first_bytes, 0.99) * 1000 if stream else None,
+                gateway_cpu_ms=window.gateway * 1000 / n if path != "direct" else None,
+                gateway_sys_share=window.gateway_sys / window.gateway if path != "direct" and window.gateway else None,
+                upstream_cpu_ms=window.upstream * 1000 / n,
+                client_cpu_ms=sample.client_cpu * 1000 / n,
+                other_load_cores=max(0.0, window.machine - window.gateway - window.upstream - sample.client_cpu)
+                / sample.elapsed,
+            )
+            results.append(result)
+            print(
+                f"  {name:<16} {result.rps:8.1f} req/s  p50 {result.p50_ms:7.2f} ms  errors {result.errors}", flush=True
+            )
+            if sample.first_error:
+                print(f"    first error: {sample.first_error}", flush=True)
+    return results
+
+
+def ratios(results: list[PhaseResult]) -> dict[str, dict[str, float]]:
+    direct = {r.scenario: r for r in results if r.path == "direct"}
+    out: dict[str, dict[str, float]] = {}
+    for r in results:
+        if r.path == "direct" or r.scenario not in direct:
+            continue
+        d = direct[r.scenario]
+        entry = {
+            "rps_ratio": r.rps / d.rps if d.rps else 0.0,
+            "p50_ratio": r.p50_ms / d.p50_ms,
+            "added_p50_ms": r.p50_ms - d.p50_ms,
+            "added_p99_ms": r.p99_ms - d.p99_ms,
+        }
+        if r.ttfb_p50_ms is not None and d.ttfb_p50_ms is not None:
+            entry["added_ttfb_p50_ms"] = r.ttfb_p50_ms - d.ttfb_p50_ms
+        out[f"{r.path}-{r.scenario}"] = {k: round(v, 3) for k, v in entry.items()}
+    return out
+
+
+def verdicts(results: list[PhaseResult], rat: dict[str, dict[str, float]]) -> list[tuple[str, str, bool]]:
+    out: list[tuple[str, str, bool]] = []
+    if "fast-c1" in rat:
+        v = rat["fast-c1"]["added_p50_ms"]
+        out.append((f"added p50 at c=1 < {MAX_ADDED_P50_MS_C1} ms", f"{v:.2f} ms", v < MAX_ADDED_P50_MS_C1))
+    if "fast-c64" in rat:
+        v = rat["fast-c64"]["rps_ratio"]
+        out.append((f"req/s at c=64 >= {MIN_RATIO_C64} of direct", f"{v:.2f}", v >= MIN_RATIO_C64))
+    if "fast-s16" in rat:
+        v = rat["fast-s16"]["rps_ratio"]
+        out.append((f"streaming req/s at 16 >= {MIN_RATIO_S16} of direct", f"{v:.2f}", v >= MIN_RATIO_S16))
+    cpus = [r.gateway_cpu_ms for r in results if r.path == "fast" and r.gateway_cpu_ms is not None]
+    if cpus:
+        worst = max(cpus)
+        limit = REFERENCE_CPU_MS / 10
+        out.append(
+            (
+                f"gateway CPU/request <= {limit:.1f} ms (1/10 of {REFERENCE_CPU_MS:g})",
+                f"{worst:.2f} ms (worst)",
+                worst <= limit,
+            )
+        )
+    return out
+
+
+def _f(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_report(
+    results: list[PhaseResult], rat: dict[str, dict[str, float]], memory: dict[str, Any], hold: dict[str, Any] | None
+) -> None:
+    head = (
+        f"{'scenario':<9}{'path':<11}{'req/s':>9}{'ratio':>7}{'p50 ms':>9}{'p99 ms':>9}{'+p50 ms':>9}"
+        f"{'TTFB p50':>10}{'gw CPU':>9}{'sys%':>6}{'up CPU':>8}{'cli CPU':>9}{'others':>8}{'errors':>8}"
+    )
+    print()
+    print("Chat Completions, 50 ms fake upstream; ratio = req/s vs direct; gw/up/cli CPU = ms of CPU per request in")
+    print("the gateway / fake upstream / load generator; sys% = the gateway's share in the kernel; others = cores")
+    print("busy with anything else on the machine during the phase (high values make the figures noisy)")
+    print(head)
+    print("-" * len(head))
+    labels = {"c1": "c=1", "c16": "c=16", "c64": "c=64", "s16": "stream16"}
+    for r in results:
+        x = rat.get(f"{r.path}-{r.scenario}", {})
+        print(
+            f"{labels[r.scenario]:<9}{r.path:<11}{r.rps:>9.1f}{_f(x.get('rps_ratio', 1.0)):>7}{r.p50_ms:>9.2f}"
+            f"{r.p99_ms:>9.2f}{_f(x.get('added_p50_ms')):>9}{_f(r.ttfb_p50_ms):>10}{_f(r.gateway_cpu_ms):>9}"
+            f"{_f(r.gateway_sys_share and r.gateway_sys_share * 100, '.0f'):>6}"
+            f"{r.upstream_cpu_ms:>8.2f}{r.client_cpu_ms:>9.2f}{r.other_load_cores:>8.2f}{r.errors:>8}"
+        )
+    print()
+    print("resident memory (MB, current / peak):")
+    for name, pids in memory.items():
+        for pid, (cur, peak) in pids.items():
+            print(f"  {name:<14} pid {pid:<8} {cur:8.1f} / {peak:.1f}")
+    if hold:
+        print()
+        print(
+            f"balance hold ({hold['database']}, the one database write on the hot path): "
+            f"{hold['hold_serial_p50_ms']} ms p50 alone ({hold['hold_serial_cpu_ms']} ms CPU); "
+            f"{hold['hold_16_in_flight_p50_ms']} ms p50 with 16 in flight ({hold['hold_16_in_flight_per_s']}/s); "
+            f"batched settlement {hold['settlement_batched_wall_ms']} ms each"
+        )
+    checks = verdicts(results, rat)
+    if checks:
+        print()
+        print("fast-path targets:")
+        for what, value, ok in checks:
+            print(f"  [{'PASS' if ok else 'FAIL'}] {what}: {value}")
+
+
+async def idle_cpu_ms_per_s(gateway: _procs.Proc, seconds: float = 3.0) -> float:
+    await asyncio.sleep(1.0)  # let start-up work settle
+    before = gateway.cpu()
+    await asyncio.sleep(seconds)
+    return round((gateway.cpu() - before) * 1000 / seconds, 2)
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    data_dir = Path(tempfile.mkdtemp(prefix="modelport-bench-"))
+    upstream = _procs.start_fake_upstream(delay_ms=args.delay_ms, chunks=args.chunks)
+    gateway: _procs.Proc | None = None
+    try:
+        gateway = _procs.start_gateway(
+            data_dir, upstream.url, workers=args.workers, database_url=args.database_url, launcher=args.launcher
+        )
+        print(
+            f"fake upstream {upstream.url} (pid {upstream.process.pid}); "
+            f"gateway {gateway.url} (pid {gateway.process.pid}, {args.workers} worker(s)); data {data_dir}",
+            flush=True,
+        )
+        memory_idle = {"gateway": gateway.memory(), "fake upstream": upstream.memory()}
+        idle_cpu = await idle_cpu_ms_per_s(gateway)
+        py_spy = args.py_spy or shutil.which("py-spy")
+        if args.profile and py_spy is None:
+            raise SystemExit("--profile needs py-spy (pip install py-spy) on PATH or --py-spy")
+        if args.profile:
+            args.profile.mkdir(parents=True, exist_ok=True)
+        profiler = Profiler(
+            py_spy if args.profile else None, args.profile, gateway.process.pid, args.profile_args.split()
+        )
+        started = time.monotonic()
+        results = await run_phases(args, upstream, gateway, profiler)
+        memory = {
+            "gateway": gateway.memory(),
+            "fake upstream": upstream.memory(),
+            "bench client": {"self": _procs.rss_mb(os.getpid())},
+        }
+        gateway.stop()
+        hold = None
+        if not args.database_url or args.database_url.startswith("sqlite"):
+            db = args.database_url or f"sqlite+aiosqlite:///{data_dir / 'modelport.db'}"
+            hold = await _hold.measure(db)
+        rat = ratios(results)
+        print_report(results, rat, memory, hold)
+        print(f"gateway CPU when idle: {idle_cpu:.1f} ms per second (timers, batch writers)")
+        report = {
+            "command": " ".join(sys.argv),
+            "settings": {
+                "seconds": args.seconds,
+                "warmup": args.warmup,
+                "delay_ms": args.delay_ms,
+                "chunks": args.chunks,
+                "workers": args.workers,
+                "database": args.database_url or "sqlite (data dir)",
+            },
+            "phases": [r.to_json() for r in results],
+            "ratios": rat,
+            "targets": [{"target": w, "value": v, "pass": ok} for w, v, ok in verdicts(results, rat)],
+            "gateway_idle_cpu_ms_per_s": idle_cpu,
+            "memory_mb_idle": memory_idle,
+            "memory_mb_after": memory,
+            "hold": hold,
+            "profiles": profiler.files,
+            "phases_seconds": round(time.monotonic() - started, 1),
+        }
+        args.out.write_text(json.dumps(report, indent=2))
+        print(f"\nresults written to {args.out}")
+        return 1 if any(r.errors for r in results) else 0
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        upstream.stop()
+        if not args.keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=8.0, help="recorded seconds per phase")
+    parser.add_argument("--warmup", type=float, default=1.0, help="unrecorded seconds before each phase")
+    parser.add_argument("--delay-ms", type=float, default=50.0, help="fake upstream answer time")
+    parser.add_argument("--chunks", type=int, default=16, help="fake upstream stream chunks")
+    parser.add_argument("--workers", type=int, default=1, help="modelport serve --workers")
+    parser.add_argument("--database-url", default=None, help="MODELPORT_DATABASE_URL (default: SQLite in data dir)")
+    parser.add_argument("--only", nargs="*", choices=[s for s, _, _ in SCENARIOS], help="run only these scenarios")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/modelport-bench.json"))
+    parser.add_argument("--profile", type=Path, default=None, help="write py-spy profiles of gateway phases here")
+    parser.add_argument("--py-spy", default=None, help="path to the py-spy binary")
+    parser.add_argument("--profile-args", default="", help="extra py-spy record arguments, e.g. '--gil --native'")
+    parser.add_argument(
+        "--launcher",
+        default=None,
+        help="experiments: a Python script run instead of `-m modelport` (gets `serve ...` args)",
+    )
+    parser.add_argument("--keep-data", action="store_true", help="keep the gateway's temp data dir")
+    args = parser.parse_args()
+    try:
+        import uvloop
+
+        runner: Callable[..., int] = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    sys.exit(runner(main_async(args)))
+
+
+if __name__ == "__main__":
+    main()
