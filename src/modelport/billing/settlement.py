@@ -14,7 +14,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import and_, exists, insert, select, update
+from sqlalchemy import and_, bindparam, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms
@@ -84,15 +84,28 @@ class SettlementWriter:
         return len(self._queue)
 
 
+_MOVE = (
+    update(teams)
+    .where(teams.c.id == bindparam("team_id"))
+    .values(
+        balance_micros=teams.c.balance_micros + bindparam("balance_delta"),
+        frozen_micros=teams.c.frozen_micros + bindparam("frozen_delta"),
+    )
+)
+
+
 async def write_settlements(engine: AsyncEngine, batch: list[Settlement]) -> None:
     at = now_ms()
+    # The balance moves are additive, so one UPDATE per team (not per settlement) gives the same balances.
+    moves: dict[str, list[int]] = {}
+    for item in batch:
+        move = moves.setdefault(item.team_id, [0, 0])
+        move[0] += item.held_micros - item.cost_micros
+        move[1] -= item.held_micros
     async with engine.begin() as conn:
-        for item in batch:
+        if moves:
             await conn.execute(
-                update(teams).where(teams.c.id == item.team_id).values(
-                    balance_micros=teams.c.balance_micros + (item.held_micros - item.cost_micros),
-                    frozen_micros=teams.c.frozen_micros - item.held_micros,
-                )
+                _MOVE, [{"team_id": team, "balance_delta": b, "frozen_delta": f} for team, (b, f) in moves.items()]
             )
         entries = []
         for item in batch:
