@@ -366,3 +366,71 @@ def test_own_download_url_is_inlined_without_a_fetch(gw: Gateway, path: str, mod
     encoded = base64.b64encode(png).decode()
     assert url not in sent.body.decode()
     assert encoded in sent.body.decode()  # as a data: URL (OpenAI) or a base64 source (Anthropic)
+
+
+def _logs(gw: Gateway, key: str, **params: object) -> dict[str, object]:
+    now = int(time.time())
+    query: dict[str, object] = {"start_time": now - 3600, "end_time": now + 60, "page_size": 100, **params}
+    r = httpx.get(gw.server.text_url + "/v1/logs", params=query, headers={"Authorization": f"Bearer {key}"})
+    assert r.status_code == 200, r.text
+    body: dict[str, object] = r.json()
+    return body
+
+
+def _wait_logs(gw: Gateway, key: str, count: int, **params: object) -> list[dict[str, object]]:
+    deadline = time.monotonic() + 10
+    while True:
+        rows: list[dict[str, object]] = _logs(gw, key, **params)["requests"]  # type: ignore[assignment]
+        if len(rows) >= count or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.1)
+
+
+def test_every_request_is_logged_success_and_error(gw: Gateway) -> None:
+    key = gw.new_team("logged-team", usd="1")
+    gw.upstream.push(Reply.text("logged", usage=Usage(input_tokens=12, output_tokens=4)))
+    ok = post(gw, "/v1/chat/completions", CHAT, key=key, headers={"X-Svc-User-Id": "user-alpha-1"})
+    assert ok.status_code == 200
+    assert post(gw, "/v1/chat/completions", {**CHAT, "model": "fake/none"}, key=key).status_code == 404
+    rows = _wait_logs(gw, key, 2)
+    assert len(rows) == 2
+    by_id = {row["task_id"]: row for row in rows}
+    success = by_id[ok.headers["x-request-id"]]
+    assert success["status"] == "success" and success["error"] is None
+    assert success["model"] == {"provider": "fake", "model_name": "chat"}
+    assert (success["prompt_tokens"], success["completion_tokens"], success["cached_tokens"]) == (12, 4, 0)
+    assert Decimal(str(success["cost"])) == Decimal("0.00002")
+    assert "svc_user_id" not in success
+    errors = [row for row in rows if row["status"] == "error"]
+    assert len(errors) == 1 and "404" in str(errors[0]["error"])
+    only_alpha = _wait_logs(gw, key, 1, svc_user_id="user-alpha-1")
+    assert [row["task_id"] for row in only_alpha] == [ok.headers["x-request-id"]]
+
+
+def test_abandoned_stream_is_billed_for_what_was_produced(gw: Gateway) -> None:
+    key = gw.new_team("abandoning-team", usd="1")
+    words = " ".join(f"word{i}" for i in range(40))
+    gw.upstream.push(Reply.text(words, usage=Usage(input_tokens=12, output_tokens=40), chunk_delay=0.1))
+    with httpx.stream(
+        "POST",
+        gw.server.text_url + "/v1/chat/completions",
+        json={**CHAT, "stream": True},
+        headers={"Authorization": f"Bearer {key}"},
+    ) as r:
+        seen = 0
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                seen += 1
+            if seen >= 5:
+                break  # hang up mid-stream
+    rows = _wait_logs(gw, key, 1)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["status"] == "cancelled"
+    produced = int(str(row["completion_tokens"]))
+    assert 1 <= produced < 40  # counted from what was relayed, not the full answer
+    assert Decimal(str(row["cost"])) > 0
+    deadline = time.monotonic() + 5
+    while gw.balance(key)["frozen_balance"] != 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert Decimal(str(gw.balance(key)["available_balance"])) < Decimal("1")
