@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 from fastapi import FastAPI
 
-from modelport.apps.errors import install_error_handlers
-from modelport.apps.request_id import RequestIdMiddleware
+from modelport.apps.factory import base_app, finish_app
 from modelport.gateway import models_route, routes
 from modelport.gateway.assembly import build_gateway
 from modelport.requestlog import routes as log_routes
@@ -18,29 +14,9 @@ from modelport.settings import Settings, load_settings
 
 def create_text_app(runtime: Runtime | None = None, settings: Settings | None = None) -> FastAPI:
     runtime = runtime or Runtime(settings or load_settings())
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        await runtime.open()
-        try:
-            yield
-        finally:
-            await runtime.close()
-
-    app = FastAPI(
-        title="modelport text gateway",
-        version="1.0.0",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url="/openapi.json",
-        lifespan=lifespan,
-    )
-    app.state.runtime = runtime
-    install_error_handlers(app, "text")
+    app = base_app(runtime, host="text", title="modelport text gateway")
     app.include_router(models_route.router)
     app.include_router(routes.router)
     app.include_router(log_routes.router)
     app.state.gateway = build_gateway(runtime)
-    app.add_middleware(RequestIdMiddleware, host="text")
-    return app
-
+    return finish_app(app, host="text")
