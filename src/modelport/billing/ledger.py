@@ -12,6 +12,7 @@ Holds move money from available to frozen (a negative `hold` entry); a hold ends
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -85,11 +86,26 @@ _HOLD = (
 )
 _INSERT_ENTRY = insert(ledger_entries)
 
+# On SQLite (aiosqlite) the same transaction goes straight to the driver: four calls, each one hop to the
+# connection's thread, instead of about twelve through SQLAlchemy's cursor adapter. Each hop wakes a thread,
+# which is most of the hold's time (about 1.8 ms -> 0.9 ms per request at concurrency 1, see bench/).
+_HOLD_SQLITE = (
+    "UPDATE teams SET balance_micros = balance_micros - ?, frozen_micros = frozen_micros + ? "
+    "WHERE id = ? AND balance_micros >= ? RETURNING balance_micros, frozen_micros"
+)
+_HOLD_ENTRY_SQLITE = (
+    "INSERT INTO ledger_entries (team_id, kind, amount_micros, ref, note, created_at_ms) "
+    "VALUES (?, 'hold', ?, ?, NULL, ?)"
+)
+
 
 async def hold(engine: AsyncEngine, team_id: str, micros: int, *, ref: str) -> BalanceAfter | None:
     """Freeze `micros` if the available balance covers it; None (and nothing written) if it does not."""
     if micros < 0:
         raise InvalidParameters("hold must not be negative")
+    if engine.dialect.name == "sqlite" and engine.dialect.driver == "aiosqlite":
+        async with engine.connect() as conn:
+            return await _hold_aiosqlite((await conn.get_raw_connection()).driver_connection, team_id, micros, ref)
     async with engine.begin() as conn:
         row = (await conn.execute(_HOLD, {"team_id": team_id, "micros": micros})).first()
         if row is None:
@@ -100,6 +116,20 @@ async def hold(engine: AsyncEngine, team_id: str, micros: int, *, ref: str) -> B
              "created_at_ms": now_ms()},
         )
     return BalanceAfter(int(row[0]), int(row[1]))
+
+
+async def _hold_aiosqlite(db: Any, team_id: str, micros: int, ref: str) -> BalanceAfter | None:
+    # BEGIN IMMEDIATE, as storage.db does for every SQLAlchemy transaction: take the write lock up front.
+    await db.execute_fetchall("BEGIN IMMEDIATE")
+    try:
+        rows = list(await db.execute_fetchall(_HOLD_SQLITE, (micros, micros, team_id, micros)))
+        if rows:
+            await db.execute_fetchall(_HOLD_ENTRY_SQLITE, (team_id, -micros, ref, now_ms()))
+        await db.commit()
+    except BaseException:
+        await db.rollback()
+        raise
+    return BalanceAfter(int(rows[0][0]), int(rows[0][1])) if rows else None
 
 
 async def settle(engine: AsyncEngine, team_id: str, *, held_micros: int, cost_micros: int,
