@@ -97,6 +97,7 @@ _MOVE = (
 async def write_settlements(engine: AsyncEngine, batch: list[Settlement]) -> None:
     at = now_ms()
     # The balance moves are additive, so one UPDATE per team (not per settlement) gives the same balances.
+    # Teams in id order: concurrent batches (several processes on PostgreSQL) lock rows in one order.
     moves: dict[str, list[int]] = {}
     for item in batch:
         move = moves.setdefault(item.team_id, [0, 0])
@@ -104,9 +105,8 @@ async def write_settlements(engine: AsyncEngine, batch: list[Settlement]) -> Non
         move[1] -= item.held_micros
     async with engine.begin() as conn:
         if moves:
-            await conn.execute(
-                _MOVE, [{"team_id": team, "balance_delta": b, "frozen_delta": f} for team, (b, f) in moves.items()]
-            )
+            rows = [{"team_id": team, "balance_delta": b, "frozen_delta": f} for team, (b, f) in sorted(moves.items())]
+            await conn.execute(_MOVE, rows)
         entries = []
         for item in batch:
             if item.held_micros:
