@@ -43,6 +43,9 @@ class Authenticator:
         self._engine = engine
         self._ttl = ttl
         self._cache: dict[str, _Entry] = {}
+        # Loads in flight per key digest: when an entry expires under load, the concurrent requests for that
+        # key share one database lookup instead of each running its own (and filling the connection pool).
+        self._loading: dict[str, asyncio.Future[_Entry]] = {}
         self._background: set[asyncio.Task[None]] = set()
 
     async def authenticate(self, key: str) -> AuthContext | None:
@@ -52,7 +55,7 @@ class Authenticator:
         now = time.monotonic()
         entry = self._cache.get(digest)
         if entry is None or entry.expires_at <= now:
-            entry = await self._load(key, now)
+            entry = await self._load_shared(digest, key, now) if self._ttl > 0 else await self._load(key, now)
             if self._ttl > 0:
                 if len(self._cache) >= _MAX_ENTRIES:
                     self._cache.clear()
@@ -63,6 +66,22 @@ class Authenticator:
 
     def evict_all(self) -> None:
         self._cache.clear()
+        self._loading.clear()  # requests from now on must not join a lookup that started before the change
+
+    async def _load_shared(self, digest: str, key: str, now: float) -> _Entry:
+        pending = self._loading.get(digest)
+        if pending is None:
+            pending = asyncio.ensure_future(self._load(key, now))
+            self._loading[digest] = pending
+            pending.add_done_callback(lambda done: self._loaded(digest, done))
+        # shield: one waiter giving up (client gone) must not cancel the lookup the others wait for.
+        return await asyncio.shield(pending)
+
+    def _loaded(self, digest: str, done: asyncio.Future[_Entry]) -> None:
+        if self._loading.get(digest) is done:
+            del self._loading[digest]
+        if not done.cancelled():
+            done.exception()  # retrieved: no "never retrieved" warning if every waiter has gone
 
     async def _load(self, key: str, now: float) -> _Entry:
         found = await lookup_key(self._engine, key)
