@@ -209,6 +209,9 @@ def start_gateway(
     )
     if database_url:
         env["MODELPORT_DATABASE_URL"] = database_url
+        if not database_url.startswith("sqlite"):
+            # `serve` migrates SQLite itself; PostgreSQL wants `modelport migrate` first (an empty database).
+            subprocess.run([sys.executable, "-m", "modelport", "migrate"], env=env, cwd=REPO, check=True, timeout=120)
     process = subprocess.Popen(
         [
             sys.executable,

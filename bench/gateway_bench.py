@@ -359,10 +359,7 @@ async def main_async(args: argparse.Namespace) -> int:
             "bench client": {"self": _procs.rss_mb(os.getpid())},
         }
         gateway.stop()
-        hold = None
-        if not args.database_url or args.database_url.startswith("sqlite"):
-            db = args.database_url or f"sqlite+aiosqlite:///{data_dir / 'modelport.db'}"
-            hold = await _hold.measure(db)
+        hold = await _hold.measure(args.database_url or f"sqlite+aiosqlite:///{data_dir / 'modelport.db'}")
         rat = ratios(results)
         print_report(results, rat, memory, hold)
         print(f"gateway CPU when idle: {idle_cpu:.1f} ms per second (timers, batch writers)")
@@ -404,7 +401,11 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=50.0, help="fake upstream answer time")
     parser.add_argument("--chunks", type=int, default=16, help="fake upstream stream chunks")
     parser.add_argument("--workers", type=int, default=1, help="modelport serve --workers")
-    parser.add_argument("--database-url", default=None, help="MODELPORT_DATABASE_URL (default: SQLite in data dir)")
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="MODELPORT_DATABASE_URL of an EMPTY database (default: SQLite in the data dir)",
+    )
     parser.add_argument("--only", nargs="*", choices=[s for s, _, _ in SCENARIOS], help="run only these scenarios")
     parser.add_argument("--out", type=Path, default=Path("/tmp/modelport-bench.json"))
     parser.add_argument("--profile", type=Path, default=None, help="write py-spy profiles of gateway phases here")
