@@ -28,8 +28,9 @@ class BalanceAfter:
     frozen_micros: int
 
 
-async def _entry(conn: AsyncConnection, team_id: str, kind: str, amount: int, ref: str | None,
-                 note: str | None = None) -> None:
+async def _entry(
+    conn: AsyncConnection, team_id: str, kind: str, amount: int, ref: str | None, note: str | None = None
+) -> None:
     await conn.execute(
         insert(ledger_entries).values(
             team_id=team_id, kind=kind, amount_micros=amount, ref=ref, note=note, created_at_ms=now_ms()
@@ -112,8 +113,14 @@ async def hold(engine: AsyncEngine, team_id: str, micros: int, *, ref: str) -> B
             return None
         await conn.execute(
             _INSERT_ENTRY,
-            {"team_id": team_id, "kind": "hold", "amount_micros": -micros, "ref": ref, "note": None,
-             "created_at_ms": now_ms()},
+            {
+                "team_id": team_id,
+                "kind": "hold",
+                "amount_micros": -micros,
+                "ref": ref,
+                "note": None,
+                "created_at_ms": now_ms(),
+            },
         )
     return BalanceAfter(int(row[0]), int(row[1]))
 
@@ -132,8 +139,7 @@ async def _hold_aiosqlite(db: Any, team_id: str, micros: int, ref: str) -> Balan
     return BalanceAfter(int(rows[0][0]), int(rows[0][1])) if rows else None
 
 
-async def settle(engine: AsyncEngine, team_id: str, *, held_micros: int, cost_micros: int,
-                 ref: str) -> BalanceAfter:
+async def settle(engine: AsyncEngine, team_id: str, *, held_micros: int, cost_micros: int, ref: str) -> BalanceAfter:
     """End a hold: release what was frozen and charge the actual cost, in one transaction."""
     async with engine.begin() as conn:
         after = await _move(conn, team_id, held_micros - cost_micros, -held_micros)
@@ -154,3 +160,24 @@ async def ledger_sum(engine: AsyncEngine, team_id: str) -> int:
             )
         ).scalar_one()
     return int(total)
+
+
+async def reserve(engine: AsyncEngine, team_id: str, *, want_micros: int, minimum_micros: int, ref: str) -> int | None:
+    """Freeze up to `want_micros` (never more than the available balance) if at least `minimum_micros` is
+    available; the amount frozen, or None (nothing written) when the balance is short.
+
+    Read and write happen under the team row's lock (SQLite: BEGIN IMMEDIATE; PostgreSQL: FOR UPDATE), so
+    the amount can depend on the balance without a race."""
+    if minimum_micros < 0 or want_micros < minimum_micros:
+        raise InvalidParameters("reserve needs 0 <= minimum <= want")
+    async with engine.begin() as conn:
+        query = select(teams.c.balance_micros).where(teams.c.id == team_id)
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        balance = (await conn.execute(query)).scalar_one_or_none()
+        if balance is None or int(balance) < minimum_micros:
+            return None
+        amount = min(want_micros, int(balance))
+        await _move(conn, team_id, -amount, amount)
+        await _entry(conn, team_id, "hold", -amount, ref, "credit reservation")
+    return amount

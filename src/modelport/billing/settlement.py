@@ -14,7 +14,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import and_, bindparam, exists, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms
@@ -25,10 +25,18 @@ log = logging.getLogger("modelport.billing")
 
 @dataclass(frozen=True, slots=True)
 class Settlement:
+    """Release `held_micros` from frozen and charge `cost_micros`.
+
+    `ref` names the request (the charge's ref). `release_ref` names the hold the released money came from
+    when that is not the request itself (a credit reservation, see `billing.credit`); the release entry
+    carries it, so a hold's outstanding amount is always its amount less the releases with its ref.
+    """
+
     team_id: str
     held_micros: int
     cost_micros: int
     ref: str
+    release_ref: str | None = None
 
 
 class SettlementWriter:
@@ -110,30 +118,58 @@ async def write_settlements(engine: AsyncEngine, batch: list[Settlement]) -> Non
         entries = []
         for item in batch:
             if item.held_micros:
-                entries.append({"team_id": item.team_id, "kind": "release", "amount_micros": item.held_micros,
-                                "ref": item.ref, "note": None, "created_at_ms": at})
+                release_ref = item.release_ref or item.ref
+                note = item.ref if release_ref != item.ref else None
+                entries.append(
+                    {
+                        "team_id": item.team_id,
+                        "kind": "release",
+                        "amount_micros": item.held_micros,
+                        "ref": release_ref,
+                        "note": note,
+                        "created_at_ms": at,
+                    }
+                )
             if item.cost_micros:
-                entries.append({"team_id": item.team_id, "kind": "charge", "amount_micros": -item.cost_micros,
-                                "ref": item.ref, "note": None, "created_at_ms": at})
+                entries.append(
+                    {
+                        "team_id": item.team_id,
+                        "kind": "charge",
+                        "amount_micros": -item.cost_micros,
+                        "ref": item.ref,
+                        "note": None,
+                        "created_at_ms": at,
+                    }
+                )
         if entries:
             await conn.execute(insert(ledger_entries), entries)
 
 
 async def release_stale_holds(engine: AsyncEngine, *, stale_after_ms: int) -> int:
-    """Release holds older than `stale_after_ms` that were never settled (lost in a crash)."""
-    hold = ledger_entries.alias("hold")
-    release = ledger_entries.alias("release")
+    """Release what is still frozen of holds older than `stale_after_ms` (their process died before it
+    settled them): each hold's amount less the releases that carry its ref. Nothing is charged for them,
+    since their usage is unknown."""
     cutoff = now_ms() - stale_after_ms
-    stmt = select(hold.c.team_id, hold.c.amount_micros, hold.c.ref).where(
-        hold.c.kind == "hold",
-        hold.c.created_at_ms < cutoff,
-        ~exists().where(and_(release.c.kind == "release", release.c.ref == hold.c.ref)),
-    )
-    async with engine.connect() as conn:
-        stale = (await conn.execute(stmt)).all()
-    if stale:
-        await write_settlements(
-            engine, [Settlement(r.team_id, -int(r.amount_micros), 0, r.ref) for r in stale if r.ref]
+    holds = (
+        select(ledger_entries.c.team_id, ledger_entries.c.ref, (-ledger_entries.c.amount_micros).label("held"))
+        .where(
+            ledger_entries.c.kind == "hold", ledger_entries.c.created_at_ms < cutoff, ledger_entries.c.ref.is_not(None)
         )
+        .subquery()
+    )
+    released = (
+        select(ledger_entries.c.ref, func.sum(ledger_entries.c.amount_micros).label("released"))
+        .where(ledger_entries.c.kind == "release")
+        .group_by(ledger_entries.c.ref)
+        .subquery()
+    )
+    stmt = select(
+        holds.c.team_id, holds.c.ref, (holds.c.held - func.coalesce(released.c.released, 0)).label("left")
+    ).join(released, released.c.ref == holds.c.ref, isouter=True)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(stmt)).all()
+    stale = [Settlement(r.team_id, int(r.left), 0, r.ref) for r in rows if int(r.left) > 0]
+    if stale:
+        await write_settlements(engine, stale)
         log.warning("released %d stale holds", len(stale))
     return len(stale)

@@ -39,8 +39,9 @@ def qualifying_tier(tiers: list[TierSettings], amount_micros: int) -> TierSettin
     return best
 
 
-async def topup_team(engine: AsyncEngine, tiers: list[TierSettings], team_ref: str,
-                     amount_usd: Decimal | str) -> TopupResult:
+async def topup_team(
+    engine: AsyncEngine, tiers: list[TierSettings], team_ref: str, amount_usd: Decimal | str
+) -> TopupResult:
     try:
         micros = usd_to_micros(amount_usd)
     except ValueError as exc:

@@ -4,10 +4,12 @@ Admission (on the hot path, in this order, cheapest refusal first):
 1. inference RPM of the team's tier → 429 `rate_limit_exceeded` with `X-RateLimit-*` and `Retry-After`;
 2. concurrent in-flight requests of the team → 429 `request_limited`;
 3. a hold of the estimated cost (input from the request's size, output from its cap or the model's
-   default cap) → 402 `insufficient_quota` when the available balance cannot cover it.
-The hold is the only database write on the hot path; it is what guarantees that concurrent requests
-cannot spend money the team does not have. Settlement and the log row are queued (see
-`billing.settlement` and `requestlog.writer`) and written in batches off the hot path.
+   default cap), taken from the process's credit reservation for the team (`billing.credit`) → 402
+   `insufficient_quota` when the team's balance cannot cover it.
+Reservations are conditional database updates made once per many requests, so the hot path usually has
+no database write at all, and concurrent requests still cannot spend money the team does not have.
+Settlement and the log row are queued (see `billing.settlement` and `requestlog.writer`) and written in
+batches off the hot path.
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ import logging
 from typing import Any
 
 from modelport.accounts.auth import AuthContext
-from modelport.billing import ledger
+from modelport.billing.credit import Allocation, CreditBook
 from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens, estimated_usage
-from modelport.billing.settlement import Settlement, SettlementWriter
 from modelport.core.usage import Usage
 from modelport.errors import InsufficientQuota, RequestLimited, ServiceError
 from modelport.gateway.context import Outcome, RequestContext
@@ -39,13 +40,14 @@ class Metering:
         settings: Settings,
         engine: Any,
         limiters: Limiters,
-        settlements: SettlementWriter,
+        credit: CreditBook,
         log_sink: RequestLogSink | None = None,
     ) -> None:
         self._settings = settings
         self._engine = engine
         self._limiters = limiters
-        self._settlements = settlements
+        self._credit = credit
+        self._allocations: dict[str, Allocation] = {}
         self.log_sink = log_sink
         self._leases: dict[str, Lease] = {}
         self._background: set[asyncio.Task[None]] = set()
@@ -75,11 +77,11 @@ class Metering:
         # At least one micro-USD: a team with nothing left is refused even for a (nearly) free model.
         estimate = max(1, cost_micros(estimated_usage(ctx.canonical, max_out), ctx.model.prices))
         try:
-            held = await ledger.hold(self._engine, team, estimate, ref=ctx.request_id)
+            allocation = await self._credit.admit(team, estimate)
         except BaseException:
             await self._release_lease(ctx)
             raise
-        if held is None:
+        if allocation is None:
             await self._release_lease(ctx)
             poor = InsufficientQuota(
                 "Insufficient balance: top up the team's balance to use this model",
@@ -89,6 +91,7 @@ class Metering:
             self._log_refusal(ctx, poor.status, poor.text_message)
             raise poor
         ctx.held_micros = estimate
+        self._allocations[ctx.request_id] = allocation
 
     def finish(self, ctx: RequestContext, outcome: Outcome) -> None:
         usage = outcome.usage
@@ -101,7 +104,9 @@ class Metering:
         cost = cost_micros(usage, ctx.model.prices) if usage is not None else 0
         # Non-streaming responses are built after this runs, so they carry the cost; streams cannot.
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
-        self._settlements.submit(Settlement(ctx.auth.team_id, ctx.held_micros, cost, ctx.request_id))
+        allocation = self._allocations.pop(ctx.request_id, None)
+        if allocation is not None:
+            self._credit.settle(allocation, cost, ctx.request_id)
         lease = self._leases.pop(ctx.request_id, None)
         if lease is not None:
             self._spawn_release(lease)
