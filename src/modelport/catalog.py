@@ -8,6 +8,8 @@ removed. Each process keeps a snapshot and re-reads it every `refresh_seconds`.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -23,6 +25,8 @@ from modelport.catalog_spec import CatalogFile, MediaModel, TextModel
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, NotFound
 from modelport.storage.tables import catalog_models
+
+log = logging.getLogger("modelport.catalog")
 
 
 class CatalogFileError(ValueError):
@@ -142,11 +146,25 @@ class CatalogStore:
         self._refresh_seconds = refresh_seconds
         self._snapshot = CatalogSnapshot()
         self._loaded_at = float("-inf")
+        self._reloading: asyncio.Task[None] | None = None
 
     async def get(self) -> CatalogSnapshot:
         if time.monotonic() - self._loaded_at >= self._refresh_seconds:
-            await self.reload()
+            if self._loaded_at == float("-inf"):
+                await self._shared_reload()  # nothing to serve yet: wait for the first read
+            elif self._reloading is None:
+                # Serve the current snapshot; one background read refreshes it for every request.
+                self._reloading = asyncio.create_task(self._shared_reload())
         return self._snapshot
+
+    async def _shared_reload(self) -> None:
+        try:
+            await self.reload()
+        except Exception:
+            log.exception("catalog refresh failed; serving the previous snapshot")
+            self._loaded_at = time.monotonic()  # retry after the next interval, not on every request
+        finally:
+            self._reloading = None
 
     async def reload(self) -> None:
         self._snapshot = await read_snapshot(self._engine)
