@@ -40,7 +40,7 @@ class Settlement:
 
 
 class SettlementWriter:
-    def __init__(self, engine: AsyncEngine, *, flush_interval: float = 0.05, max_batch: int = 500) -> None:
+    def __init__(self, engine: AsyncEngine, *, flush_interval: float = 0.2, max_batch: int = 500) -> None:
         self._engine = engine
         self._flush_interval = flush_interval
         self._max_batch = max_batch

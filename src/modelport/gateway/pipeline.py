@@ -123,7 +123,8 @@ class TextGateway:
     async def _run(self, request: Request, ctx: RequestContext) -> Response:
         await self.accounting.admit(ctx)
         try:
-            call = await self.caller.open(ctx)
+            # Until the upstream answers (the whole body, when not streaming) a hang-up cancels the call.
+            call = await _until_disconnect(request, self.caller.open(ctx))
         except ServiceError as exc:
             self.accounting.finish(ctx, Outcome("error", exc.status, error=exc.text_message))
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
@@ -171,17 +172,28 @@ class TextGateway:
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Await `work`, cancelling it if the client disconnects first (the body has been read already)."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_wait_disconnect(request))
+    """Await `work`, cancelling it if the client disconnects first (the body has been read already).
+
+    One watcher task per request: it cancels this task when `http.disconnect` arrives."""
+    this = asyncio.current_task()
+    assert this is not None
+    gone = False
+
+    async def watch() -> None:
+        nonlocal gone
+        await _wait_disconnect(request)
+        gone = True
+        this.cancel()
+
+    watcher = asyncio.get_running_loop().create_task(watch())
     try:
-        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+        return await work
+    except asyncio.CancelledError:
+        if gone:
+            raise ClientGone() from None
+        raise
     finally:
         watcher.cancel()
-    if not task.done():
-        task.cancel()
-        raise ClientGone()
-    return task.result()
 
 
 async def _wait_disconnect(request: Request) -> None:

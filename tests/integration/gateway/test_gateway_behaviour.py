@@ -434,3 +434,22 @@ def test_abandoned_stream_is_billed_for_what_was_produced(gw: Gateway) -> None:
     while gw.balance(key)["frozen_balance"] != 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert Decimal(str(gw.balance(key)["available_balance"])) < Decimal("1")
+
+
+def test_client_hanging_up_on_a_slow_answer_cancels_the_call(gw: Gateway) -> None:
+    key = gw.new_team("impatient-team", usd="1")
+    gw.upstream.push(Reply.text("too late", usage=Usage(input_tokens=12, output_tokens=4), delay=3.0))
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(
+            gw.server.text_url + "/v1/chat/completions",
+            json=CHAT,
+            timeout=0.5,
+            headers={"Authorization": f"Bearer {key}"},
+        )
+    rows = _wait_logs(gw, key, 1)
+    assert len(rows) == 1 and rows[0]["status"] == "cancelled"
+    assert Decimal(str(rows[0]["cost"])) == 0  # nothing was produced for the client
+    deadline = time.monotonic() + 5
+    while gw.balance(key)["frozen_balance"] != 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert Decimal(str(gw.balance(key)["available_balance"])) == 1
