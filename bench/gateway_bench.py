@@ -308,7 +308,7 @@ def print_report(
     if hold:
         print()
         print(
-            f"balance hold ({hold['database']}, the one database write on the hot path): "
+            f"ledger hold ({hold['database']}; paid once per credit reservation, not per request): "
             f"{hold['hold_serial_p50_ms']} ms p50 alone ({hold['hold_serial_cpu_ms']} ms CPU); "
             f"{hold['hold_16_in_flight_p50_ms']} ms p50 with 16 in flight ({hold['hold_16_in_flight_per_s']}/s); "
             f"batched settlement {hold['settlement_batched_wall_ms']} ms each"
