@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import asyncpg  # type: ignore[import-untyped]
+import asyncpg
 import httpx
 from sqlalchemy import text
 from sqlalchemy.engine import make_url

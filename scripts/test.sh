@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh local,test
 echo "==> ruff"
 .venv/bin/ruff check .
-echo "==> mypy (strict)"
+echo "==> mypy (strict): src, tests, bench"
 .venv/bin/mypy
+.venv/bin/mypy --strict --explicit-package-bases tests
+MYPYPATH=bench .venv/bin/mypy --strict bench/*.py
 echo "==> pytest"
 .venv/bin/python -m pytest "$@"

@@ -18,14 +18,13 @@ import pytest
 from redis.asyncio import Redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "ratelimit"))
-from ratelimit_contract import (
+from modelport.ratelimit import RedisConcurrencyLimiter, RedisRateLimiter
+from tests.unit.ratelimit.ratelimit_contract import (
     ConcurrencyLimiterContract,
     FakeClock,
     RateLimiterContract,
     clock,
 )
-
-from modelport.ratelimit import RedisConcurrencyLimiter, RedisRateLimiter
 
 __all__ = ["clock"]  # the contract's fixture, re-exported so pytest finds it here
 

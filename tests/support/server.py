@@ -45,21 +45,29 @@ class RunningServer:
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MODELPORT_")}
-    env.update({
-        "MODELPORT_DATA_DIR": str(data_dir),
-        "MODELPORT_AUTH_CACHE_SECONDS": "0",
-        "MODELPORT_LOG_LEVEL": "WARNING",
-    })
+    env.update(
+        {
+            "MODELPORT_DATA_DIR": str(data_dir),
+            "MODELPORT_AUTH_CACHE_SECONDS": "0",
+            "MODELPORT_LOG_LEVEL": "WARNING",
+        }
+    )
     env.update(extra)
     return env
 
 
 @contextmanager
-def run_server(data_dir: Path, *args: str, startup_timeout: float = 60, **env_extra: str) -> Iterator[RunningServer]:
-    env = server_env(data_dir, **env_extra)
+def run_server(
+    data_dir: Path, *args: str, startup_timeout: float = 60, env: dict[str, str] | None = None, **env_extra: str
+) -> Iterator[RunningServer]:
+    """`env` and `env_extra` are added to the server's environment (`env` for names that are not identifiers)."""
+    env = server_env(data_dir, **(env or {}), **env_extra)
     process = subprocess.Popen(
         [sys.executable, "-m", "modelport", "serve", "--media-port", "0", "--text-port", "0", *args],
-        env=env, stdout=subprocess.PIPE, stderr=None, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=None,
+        text=True,
     )
     try:
         server = _read_banner(process, env, startup_timeout)
@@ -101,8 +109,10 @@ def _wait_ready(server: RunningServer, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if httpx.get(server.media_url + "/openapi.json", timeout=2).status_code == 200 and \
-                    httpx.get(server.text_url + "/openapi.json", timeout=2).status_code == 200:
+            if (
+                httpx.get(server.media_url + "/openapi.json", timeout=2).status_code == 200
+                and httpx.get(server.text_url + "/openapi.json", timeout=2).status_code == 200
+            ):
                 return
         except httpx.TransportError:
             pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx
@@ -90,10 +91,10 @@ class Gateway:
     def anthropic(self) -> anthropic.Anthropic:
         return anthropic.Anthropic(base_url=self.server.text_url, api_key=self.key, max_retries=0)
 
-    def admin(self, method: str, path: str, **kw: object) -> httpx.Response:
+    def admin(self, method: str, path: str, **kw: Any) -> httpx.Response:
         return httpx.request(
             method, self.server.media_url + "/admin/v1" + path, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, **kw
-        )  # type: ignore[arg-type]
+        )
 
     def new_team(self, name: str, usd: str | None = "10") -> str:
         assert self.admin("POST", "/teams", json={"name": name}).status_code == 200

@@ -9,7 +9,7 @@ from typing import Any
 import anthropic
 import openai
 
-WEATHER_TOOL_CHAT = {
+WEATHER_TOOL_CHAT: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -22,12 +22,12 @@ WEATHER_TOOL_RESPONSES = {
     "name": "get_weather",
     "description": "Weather for a city",
     "parameters": WEATHER_TOOL_CHAT["function"]["parameters"],
-}  # type: ignore[index]
+}
 WEATHER_TOOL_MESSAGES = {
     "name": "get_weather",
     "description": "Weather for a city",
     "input_schema": WEATHER_TOOL_CHAT["function"]["parameters"],
-}  # type: ignore[index]
+}
 
 
 @dataclass
@@ -105,7 +105,7 @@ def messages(
         m = client.messages.create(**kwargs)
     facts = Facts(finish=m.stop_reason)
     facts.text = "".join(b.text for b in m.content if b.type == "text")
-    facts.tool_calls = [(b.name, dict(b.input)) for b in m.content if b.type == "tool_use"]  # type: ignore[arg-type]
+    facts.tool_calls = [(b.name, dict(b.input)) for b in m.content if b.type == "tool_use"]
     facts.input_tokens = (
         m.usage.input_tokens + (m.usage.cache_read_input_tokens or 0) + (m.usage.cache_creation_input_tokens or 0)
     )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from decimal import Decimal
+from typing import Any
 
 import anthropic
 import httpx
@@ -15,7 +17,7 @@ from tests.support.fake_upstream import Reply, Usage
 
 
 def post(
-    gw: Gateway, path: str, body: dict[str, object], key: str | None = None, headers: dict[str, str] | None = None
+    gw: Gateway, path: str, body: Mapping[str, Any], key: str | None = None, headers: dict[str, str] | None = None
 ) -> httpx.Response:
     return httpx.post(
         gw.server.text_url + path,
@@ -25,7 +27,7 @@ def post(
     )
 
 
-CHAT = {"model": "fake/chat", "messages": [{"role": "user", "content": "Hi"}]}
+CHAT: dict[str, Any] = {"model": "fake/chat", "messages": [{"role": "user", "content": "Hi"}]}
 
 
 def test_unknown_and_bare_model_are_404(gw: Gateway) -> None:
@@ -370,7 +372,7 @@ def test_own_download_url_is_inlined_without_a_fetch(gw: Gateway, path: str, mod
 
 def _logs(gw: Gateway, key: str, **params: object) -> dict[str, object]:
     now = int(time.time())
-    query: dict[str, object] = {"start_time": now - 3600, "end_time": now + 60, "page_size": 100, **params}
+    query: dict[str, Any] = {"start_time": now - 3600, "end_time": now + 60, "page_size": 100, **params}
     r = httpx.get(gw.server.text_url + "/v1/logs", params=query, headers={"Authorization": f"Bearer {key}"})
     assert r.status_code == 200, r.text
     body: dict[str, object] = r.json()

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -67,18 +68,18 @@ def migrate(tmp: Path, env: dict[str, str]) -> None:
 
 @contextmanager
 def server(tmp: Path, env: dict[str, str], *args: str) -> Iterator[RunningServer]:
-    with run_server(tmp, *args, **env) as running:
+    with run_server(tmp, *args, env=env) as running:
         yield running
 
 
-def admin(server: RunningServer, method: str, path: str, **kw: object) -> httpx.Response:
+def admin(server: RunningServer, method: str, path: str, **kw: Any) -> httpx.Response:
     return httpx.request(
         method,
         server.media_url + "/admin/v1" + path,
         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
         timeout=30,
         **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
 def team_with_key(server: RunningServer, name: str, usd: str | None) -> str:

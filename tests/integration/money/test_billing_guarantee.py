@@ -52,7 +52,7 @@ async def test_concurrent_requests_cannot_overspend(backend: str, tmp_path: Path
                 team = await _settled_team(running)
                 ledger = admin(running, "GET", "/teams/spender/ledger?limit=1000").json()["data"]["entries"]
                 assert team["frozen_usd"] == 0
-                balance_micros = round(float(team["balance_usd"]) * 1_000_000)
+                balance_micros = round(float(str(team["balance_usd"])) * 1_000_000)
                 ledger_sum = sum(e["amount_micros"] for e in ledger)
                 charges = -sum(e["amount_micros"] for e in ledger if e["kind"] == "charge")
                 assert charges == ok * COST_MICROS

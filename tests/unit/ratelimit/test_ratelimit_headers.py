@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from ratelimit_contract import FakeClock
-
 from modelport.errors import RateLimited
 from modelport.ratelimit import (
     Decision,
@@ -15,6 +13,7 @@ from modelport.ratelimit import (
     rate_limit_headers,
     rate_limited_error,
 )
+from tests.unit.ratelimit.ratelimit_contract import FakeClock
 
 
 def test_headers_on_an_allowed_decision() -> None:

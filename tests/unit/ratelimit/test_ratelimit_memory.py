@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from ratelimit_contract import ConcurrencyLimiterContract, FakeClock, RateLimiterContract, clock
 
 from modelport.ratelimit import MemoryConcurrencyLimiter, MemoryRateLimiter
+from tests.unit.ratelimit.ratelimit_contract import ConcurrencyLimiterContract, FakeClock, RateLimiterContract, clock
 
 __all__ = ["clock"]  # the fixture, re-exported so pytest finds it in this module
 
