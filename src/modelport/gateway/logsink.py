@@ -75,5 +75,5 @@ class RequestLogSink:
 
 def _result(ctx: RequestContext, result: Any) -> Any:
     if isinstance(result, StreamAccumulator):
-        return ctx.codec.encode_response(result.response(), ctx.canonical.model)
+        return ctx.codec.encode_response(result.response(), ctx.canonical.model, request=ctx.canonical)
     return result

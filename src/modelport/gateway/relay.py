@@ -98,7 +98,7 @@ def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, respons
     canonical.id = response_id
     canonical.model = ctx.canonical.model
     outcome.usage = canonical.usage
-    encoded = ctx.codec.encode_response(canonical, ctx.canonical.model)
+    encoded = ctx.codec.encode_response(canonical, ctx.canonical.model, request=ctx.canonical)
     outcome.result = encoded
     return orjson.dumps(encoded)
 
@@ -157,7 +157,9 @@ async def translated_stream(
 ) -> AsyncIterator[bytes]:
     parser = SSEParser()
     decoder = call.upstream_codec.stream_decoder()
-    encoder = ctx.codec.stream_encoder(ctx.canonical.model, response_id, ctx.canonical.include_usage)
+    encoder = ctx.codec.stream_encoder(
+        ctx.canonical.model, response_id, ctx.canonical.include_usage, request=ctx.canonical
+    )
     accumulator = StreamAccumulator()
     done = False
     assert call.reply.chunks is not None

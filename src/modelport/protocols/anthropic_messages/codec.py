@@ -25,13 +25,17 @@ class AnthropicMessagesCodec:
     def decode_response(self, body: dict[str, Any]) -> CanonicalResponse:
         return response.decode_response(body)
 
-    def encode_response(self, resp: CanonicalResponse, model: str) -> dict[str, Any]:
+    def encode_response(
+        self, resp: CanonicalResponse, model: str, *, request: CanonicalRequest | None = None
+    ) -> dict[str, Any]:
         return response.encode_response(resp, model)
 
     def stream_decoder(self) -> MessagesStreamDecoder:
         return MessagesStreamDecoder()
 
-    def stream_encoder(self, model: str, response_id: str, include_usage: bool) -> MessagesStreamEncoder:
+    def stream_encoder(
+        self, model: str, response_id: str, include_usage: bool, *, request: CanonicalRequest | None = None
+    ) -> MessagesStreamEncoder:
         # Messages streams always carry usage (message_start and message_delta); `include_usage` is a
         # Chat Completions option.
         return MessagesStreamEncoder(model, response_id)

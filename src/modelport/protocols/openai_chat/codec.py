@@ -24,13 +24,17 @@ class OpenAIChatCodec:
     def decode_response(self, body: dict[str, Any]) -> CanonicalResponse:
         return response.decode_response(body)
 
-    def encode_response(self, resp: CanonicalResponse, model: str) -> dict[str, Any]:
+    def encode_response(
+        self, resp: CanonicalResponse, model: str, *, request: CanonicalRequest | None = None
+    ) -> dict[str, Any]:
         return response.encode_response(resp, model)
 
     def stream_decoder(self) -> ChatStreamDecoder:
         return ChatStreamDecoder()
 
-    def stream_encoder(self, model: str, response_id: str, include_usage: bool) -> ChatStreamEncoder:
+    def stream_encoder(
+        self, model: str, response_id: str, include_usage: bool, *, request: CanonicalRequest | None = None
+    ) -> ChatStreamEncoder:
         return ChatStreamEncoder(model, response_id, include_usage)
 
     def usage_from_body(self, body: dict[str, Any]) -> Usage | None:

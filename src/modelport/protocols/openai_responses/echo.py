@@ -77,7 +77,14 @@ def echo_fields(req: CanonicalRequest | None) -> dict[str, Any]:
         out["tool_choice"] = req.extras["_tool_choice_raw"]
     elif req.tool_choice is not None:
         out["tool_choice"] = tool_choice_to_wire(req.tool_choice)
-    out["tools"] = tools_to_wire(req, same)
+    tools = tools_to_wire(req, same)
+    for tool in tools:
+        if tool.get("type") == "function":
+            # A response always shows a function tool's effective `strict` (Responses defaults it to true)
+            # and its parameters, even when the request left them out.
+            tool.setdefault("strict", True)
+            tool.setdefault("parameters", None)
+    out["tools"] = tools
     if req.metadata is not None:
         out["metadata"] = dict(req.metadata)
     if req.user is not None:
