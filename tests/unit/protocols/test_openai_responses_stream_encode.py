@@ -50,7 +50,7 @@ def _schemas() -> dict[str, str]:
 
 
 def _run(events: list[StreamEvent], *, request: CanonicalRequest | None = None) -> list[dict[str, Any]]:
-    encoder = CODEC.stream_encoder("openai/gpt-4o", "resp_abc", True, request=request)  # type: ignore[call-arg]
+    encoder = CODEC.stream_encoder("openai/gpt-4o", "resp_abc", True, request=request)
     body = b"".join(encoder.encode(e) for e in events) + encoder.close()
     return _frames(body)
 
@@ -246,7 +246,7 @@ def test_non_stream_answer_replayed_as_stream_echoes_the_request() -> None:
     ]
     assert payloads[0]["response"]["tools"] == final["tools"]
     # The same answer, non-streamed, has the same output facts.
-    body = CODEC.encode_response(answer, "openai/gpt-4o", request=request)  # type: ignore[call-arg]
+    body = CODEC.encode_response(answer, "openai/gpt-4o", request=request)
     assert_valid(body, "Response")
     assert [i["type"] for i in body["output"]] == [i["type"] for i in final["output"]]
     assert body["output"][1]["call_id"] == final["output"][1]["call_id"] == "toolu_1"
