@@ -102,3 +102,12 @@ def _check_range(value: float, param: str, minimum: float | None, maximum: float
         raise InvalidParameters(f"Invalid '{param}': {value} is below the minimum value of {minimum}.", param=param)
     if maximum is not None and value > maximum:
         raise InvalidParameters(f"Invalid '{param}': {value} is above the maximum value of {maximum}.", param=param)
+
+
+def reject_foreign_fields(body: dict[str, Any], fields: dict[str, str], uses: str) -> None:
+    """400 naming the first field of another protocol in `body` (`fields`: field → that protocol's name)."""
+    for key, protocol in fields.items():
+        if key in body:
+            raise InvalidParameters(
+                f"Unrecognized request argument supplied: '{key}' (a {protocol} API field; {uses}).", param=key
+            )

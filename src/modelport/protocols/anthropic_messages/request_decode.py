@@ -29,6 +29,7 @@ from modelport.core.validate import (
     opt_number,
     opt_object,
     opt_str,
+    reject_foreign_fields,
     require,
     require_str,
 )
@@ -65,13 +66,7 @@ _TOOL_CHOICE_MODES: dict[str, ToolChoiceMode] = {"auto": "auto", "any": "require
 
 def decode_request(body: dict[str, Any]) -> CanonicalRequest:
     body = as_object(body, "body")
-    for key, protocol in _FOREIGN_FIELDS.items():
-        if key in body:
-            raise InvalidParameters(
-                f"Unrecognized request argument supplied: '{key}' (a {protocol} API field; Messages uses "
-                "'messages' and 'max_tokens').",
-                param=key,
-            )
+    reject_foreign_fields(body, _FOREIGN_FIELDS, "Messages uses 'messages' and 'max_tokens'")
     model = require_str(body, "model", "model", non_empty=True)
     raw_messages = as_list(require(body, "messages", "messages"), "messages")
     if not raw_messages:

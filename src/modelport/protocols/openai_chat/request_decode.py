@@ -45,6 +45,7 @@ from modelport.core.validate import (
     opt_number,
     opt_object,
     opt_str,
+    reject_foreign_fields,
     require,
     require_str,
 )
@@ -88,13 +89,7 @@ _AUDIO_FORMATS = ("wav", "mp3")
 
 def decode_request(body: dict[str, Any]) -> CanonicalRequest:
     body = as_object(body, "body")
-    for key, protocol in _FOREIGN_FIELDS.items():
-        if key in body:
-            raise InvalidParameters(
-                f"Unrecognized request argument supplied: '{key}' (a {protocol} API field; "
-                "Chat Completions uses 'messages').",
-                param=key,
-            )
+    reject_foreign_fields(body, _FOREIGN_FIELDS, "Chat Completions uses 'messages'")
     model = require_str(body, "model", "model", non_empty=True)
     raw_messages = as_list(require(body, "messages", "messages"), "messages")
     if not raw_messages:
