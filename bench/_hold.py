@@ -1,4 +1,5 @@
-"""What the per-request balance hold costs: `ledger.hold` timed alone, against the gateway's own database.
+"""What a balance hold costs: `ledger.reserve` (a credit reservation, which the hot path takes once per many
+requests) timed alone, against the gateway's own database.
 
 Run after the gateway has stopped (so nothing else writes), on the demo team the benchmark used. Reports
 wall time and CPU per hold one at a time and with 16 holds in flight, and the cost per settlement when
@@ -31,13 +32,17 @@ async def measure(database_url: str, *, holds: int = 400) -> dict[str, Any]:
             team_id = (await conn.execute(select(teams.c.id).where(teams.c.name == "demo"))).scalar_one()
         refs = [f"req_bench_hold_{i}" for i in range(holds * 2)]
         for ref in refs[:20]:  # warm the pool and the statement cache
-            await ledger.hold(engine, team_id, 1, ref=ref)
+            await ledger.reserve(
+                engine, team_id, want_micros=1, minimum_micros=1, ref=ref, owner="bench", lease_until_ms=2**62
+            )
 
         walls: list[float] = []
         cpu0 = time.process_time()
         for ref in refs[20:holds]:
             t0 = time.perf_counter()
-            await ledger.hold(engine, team_id, 1, ref=ref)
+            await ledger.reserve(
+                engine, team_id, want_micros=1, minimum_micros=1, ref=ref, owner="bench", lease_until_ms=2**62
+            )
             walls.append(time.perf_counter() - t0)
         serial_cpu = (time.process_time() - cpu0) / len(walls)
 
@@ -48,7 +53,9 @@ async def measure(database_url: str, *, holds: int = 400) -> dict[str, Any]:
         async def one(ref: str) -> None:
             async with sem:
                 t0 = time.perf_counter()
-                await ledger.hold(engine, team_id, 1, ref=ref)
+                await ledger.reserve(
+                    engine, team_id, want_micros=1, minimum_micros=1, ref=ref, owner="bench", lease_until_ms=2**62
+                )
                 concurrent_walls.append(time.perf_counter() - t0)
 
         cpu0, t0 = time.process_time(), time.perf_counter()

@@ -190,7 +190,13 @@ concurrent_requests = 100000
 
 
 def start_gateway(
-    data_dir: Path, fake_url: str, *, workers: int, database_url: str | None, launcher: str | None = None
+    data_dir: Path,
+    fake_url: str,
+    *,
+    workers: int,
+    database_url: str | None,
+    launcher: str | None = None,
+    metrics: bool = False,
 ) -> Proc:
     """`modelport serve` (or `python LAUNCHER serve ...`, a script standing in for `-m modelport` in experiments)."""
     catalog = data_dir / "catalog.toml"
@@ -207,6 +213,8 @@ def start_gateway(
             "MODELPORT_LOG_LEVEL": "WARNING",
         }
     )
+    if metrics:
+        env["MODELPORT_METRICS_PORT"] = "0"  # Prometheus recording on, /metrics on a free port
     if database_url:
         env["MODELPORT_DATABASE_URL"] = database_url
         if not database_url.startswith("sqlite"):

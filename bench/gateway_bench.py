@@ -334,7 +334,12 @@ async def main_async(args: argparse.Namespace) -> int:
     gateway: _procs.Proc | None = None
     try:
         gateway = _procs.start_gateway(
-            data_dir, upstream.url, workers=args.workers, database_url=args.database_url, launcher=args.launcher
+            data_dir,
+            upstream.url,
+            workers=args.workers,
+            database_url=args.database_url,
+            launcher=args.launcher,
+            metrics=args.metrics,
         )
         print(
             f"fake upstream {upstream.url} (pid {upstream.process.pid}); "
@@ -416,6 +421,7 @@ def main() -> None:
         default=None,
         help="experiments: a Python script run instead of `-m modelport` (gets `serve ...` args)",
     )
+    parser.add_argument("--metrics", action="store_true", help="serve with MODELPORT_METRICS_PORT set (recording on)")
     parser.add_argument("--keep-data", action="store_true", help="keep the gateway's temp data dir")
     args = parser.parse_args()
     try:

@@ -43,10 +43,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
+from modelport.apps.assemble import build_services
 from modelport.apps.text import create_text_app
 from modelport.requestlog.params import LogQuery
 from modelport.requestlog.query import find_logs
-from modelport.runtime import Runtime
 from modelport.settings import Settings
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import upgrade_to_head
@@ -115,8 +115,10 @@ async def naive_total(engine: AsyncEngine, team_id: str, q: LogQuery) -> int:
     user = "AND svc_user_id = :u" if q.svc_user_id else ""
     async with engine.connect() as conn:
         found = await conn.scalar(
-            text(f"SELECT count(*) FROM request_logs WHERE team_id = :t {user} "
-                 "AND created_at_ms >= :lo AND created_at_ms < :hi"),
+            text(
+                f"SELECT count(*) FROM request_logs WHERE team_id = :t {user} "
+                "AND created_at_ms >= :lo AND created_at_ms < :hi"
+            ),
             {"t": team_id, "u": q.svc_user_id, "lo": q.lo_ms, "hi": q.hi_ms},
         )
     return int(found or 0)
@@ -127,11 +129,21 @@ async def naive_page(engine: AsyncEngine, team_id: str, q: LogQuery) -> None:
     user = "AND svc_user_id = :u" if q.svc_user_id else ""
     params = {"t": team_id, "u": q.svc_user_id, "lo": q.lo_ms, "hi": q.hi_ms, "n": q.page_size, "o": q.offset}
     async with engine.connect() as conn:
-        await conn.execute(text(f"SELECT count(*) FROM request_logs WHERE team_id = :t {user} "
-                                "AND created_at_ms >= :lo AND created_at_ms < :hi"), params)
-        await conn.execute(text(f"SELECT * FROM request_logs WHERE team_id = :t {user} AND created_at_ms >= :lo "
-                                "AND created_at_ms < :hi ORDER BY created_at_ms DESC, id DESC "
-                                "LIMIT :n OFFSET :o"), params)
+        await conn.execute(
+            text(
+                f"SELECT count(*) FROM request_logs WHERE team_id = :t {user} "
+                "AND created_at_ms >= :lo AND created_at_ms < :hi"
+            ),
+            params,
+        )
+        await conn.execute(
+            text(
+                f"SELECT * FROM request_logs WHERE team_id = :t {user} AND created_at_ms >= :lo "
+                "AND created_at_ms < :hi ORDER BY created_at_ms DESC, id DESC "
+                "LIMIT :n OFFSET :o"
+            ),
+            params,
+        )
 
 
 async def timed(fn: Callable[[], Awaitable[object]], iterations: int, warmup: int = 10) -> list[float]:
@@ -162,8 +174,10 @@ def cases(end_s: int, total_rows: int) -> list[Case]:
         Case(f"page {last_page // 2}, size 100", LogQuery(start_s, end_s, page=last_page // 2, page_size=100)),
         Case("last page, size 100", LogQuery(start_s, end_s, page=last_page, page_size=100)),
         Case("user, page 1, size 100", LogQuery(start_s, end_s, svc_user_id=user, page_size=100)),
-        Case("user, deep page, size 100",
-             LogQuery(start_s, end_s, svc_user_id=user, page=max(1, per_user // 200), page_size=100)),
+        Case(
+            "user, deep page, size 100",
+            LogQuery(start_s, end_s, svc_user_id=user, page=max(1, per_user // 200), page_size=100),
+        ),
         Case("1-hour window, page 1", LogQuery(end_s - 3600, end_s, page_size=100)),
     ]
 
@@ -182,8 +196,9 @@ async def run(args: argparse.Namespace) -> None:
         team = await accounts.create_team(engine, "bench-logs", tier=Settings().tiers[-1].name)
         key = (await accounts.create_key(engine, team.id)).key
         end_s = int(time.time())
-        await fill(asyncpg_dsn(url), team.id, args.rows, args.other_rows, (end_s - 30 * DAY_S) * 1000,
-                   30 * DAY_S * 1000)
+        await fill(
+            asyncpg_dsn(url), team.id, args.rows, args.other_rows, (end_s - 30 * DAY_S) * 1000, 30 * DAY_S * 1000
+        )
         all_cases = cases(end_s, args.rows)
 
         for case in all_cases:
@@ -199,13 +214,18 @@ async def run(args: argparse.Namespace) -> None:
 
         print(f"\nhttp: GET /v1/logs through the text gateway app (ASGI, no network), {args.iterations} iterations, ms")
         with tempfile.TemporaryDirectory() as data_dir:
-            app = create_text_app(Runtime(Settings(data_dir=Path(data_dir)), engine=engine))
+            app = create_text_app(build_services(Settings(data_dir=Path(data_dir)), engine=engine))
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
                 for case in all_cases:
                     q = case.query
-                    params: dict[str, str | int] = {"start_time": q.start_time, "end_time": q.end_time, "page": q.page,
-                              "page_size": q.page_size, **({"svc_user_id": q.svc_user_id} if q.svc_user_id else {})}
+                    params: dict[str, str | int] = {
+                        "start_time": q.start_time,
+                        "end_time": q.end_time,
+                        "page": q.page,
+                        "page_size": q.page_size,
+                        **({"svc_user_id": q.svc_user_id} if q.svc_user_id else {}),
+                    }
 
                     async def call(p: dict[str, str | int] = params) -> None:
                         r = await client.get("/v1/logs", params=p, headers={"Authorization": f"Bearer {key}"})

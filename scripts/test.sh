@@ -5,8 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh local,test
-echo "==> ruff"
+# Claude Code and Codex CLI for the agents_cli tests (they fail, never skip, without them).
+bash scripts/install_agents.sh
+echo "==> ruff (lint and format)"
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "==> import layers (lint-imports)"
+.venv/bin/lint-imports --no-cache
 echo "==> mypy (strict): src, tests, bench"
 .venv/bin/mypy
 .venv/bin/mypy --strict --explicit-package-bases tests

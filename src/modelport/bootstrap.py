@@ -7,15 +7,13 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
-from modelport.billing.settlement import release_stale_holds
+from modelport.billing import reservations
+from modelport.billing.settlement import prune_settlement_keys
 from modelport.billing.topups import topup_team
 from modelport.catalog import import_catalog, load_catalog_file
 from modelport.errors import NotFound
 from modelport.settings import Settings
 from modelport.storage.migrate import is_up_to_date, upgrade_to_head
-
-# Longer than any request can run (upstream timeout 600 s, concurrency lease 15 min).
-STALE_HOLD_MS = 2 * 3600 * 1000
 
 
 class StartupError(RuntimeError):
@@ -56,6 +54,13 @@ async def ensure_demo_team(engine: AsyncEngine, settings: Settings) -> DemoInfo:
 async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True) -> DemoInfo | None:
     await ensure_schema(engine, settings)
     await import_catalog(engine, load_catalog_file(settings.catalog))
-    # Holds a crash left unsettled (see billing.settlement); only here, once, before any worker starts.
-    await release_stale_holds(engine, stale_after_ms=STALE_HOLD_MS)
+    # Reservations of processes that died (their lease ran out); every process also sweeps periodically.
+    await reservations.sweep(engine)
+    await prune_settlement_keys(engine)
     return await ensure_demo_team(engine, settings) if demo else None
+
+
+async def prepare_worker(engine: AsyncEngine, settings: Settings) -> None:
+    """A `modelport worker`'s start: schema and catalog only (stale holds are serve's job, done once)."""
+    await ensure_schema(engine, settings)
+    await import_catalog(engine, load_catalog_file(settings.catalog))

@@ -100,12 +100,15 @@ async def put_model(engine: AsyncEngine, kind: str, spec: dict[str, Any]) -> Tex
     """Create or replace one entry through admin; the file import leaves it alone from then on."""
     entry = parse_entry(kind, spec)
     slug = entry.id if isinstance(entry, TextModel) else entry.slug
-    values = {"kind": kind, "spec": entry.model_dump(mode="json"), "active": entry.active,
-              "managed_by": "admin", "updated_at_ms": now_ms()}
+    values = {
+        "kind": kind,
+        "spec": entry.model_dump(mode="json"),
+        "active": entry.active,
+        "managed_by": "admin",
+        "updated_at_ms": now_ms(),
+    }
     async with engine.begin() as conn:
-        updated = await conn.execute(
-            catalog_models.update().where(catalog_models.c.slug == slug).values(**values)
-        )
+        updated = await conn.execute(catalog_models.update().where(catalog_models.c.slug == slug).values(**values))
         if updated.rowcount == 0:
             await conn.execute(catalog_models.insert().values(slug=slug, **values))
     return entry

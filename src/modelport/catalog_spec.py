@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -51,7 +51,9 @@ class TextModel(BaseModel):
     id: str
     display_name: str | None = None
     created_at: int = 1_735_689_600  # 2025-01-01, for model lists that want a date
-    context_window: int | None = None
+    context_window: int | None = Field(default=None, gt=0)
+    # The most output tokens the model can produce (shown in model lists); None when unknown.
+    max_output_tokens: int | None = Field(default=None, gt=0)
     default_max_output_tokens: int = Field(default=4096, gt=0)
     prices: Prices = Field(default_factory=Prices)
     deployments: list[Deployment] = Field(min_length=1)
@@ -85,6 +87,15 @@ class MediaModel(BaseModel):
     docs_url: str
     active: bool = True
     published: bool = True
+    # The embedded implementation that runs its tasks (`media.tasks.models`); None: no task can run.
+    runner: str | None = None
+    # USD per output unit (`price_unit`): the price frozen at creation is this times the units asked for.
+    price_usd: Decimal = Field(default=Decimal(0), ge=0, le=Decimal(1000))
+    price_unit: Literal["image", "second", "task"] = "task"
+    # JSON Schema of the request body (draft 2020-12); None accepts any JSON object.
+    input_schema: dict[str, Any] | None = None
+    # A task not ended this long after creation fails and is refunded.
+    deadline_seconds: float = Field(default=600.0, gt=0, le=7 * 24 * 3600)
 
     @field_validator("slug")
     @classmethod

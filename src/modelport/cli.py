@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
@@ -12,14 +13,14 @@ import click
 from pydantic import ValidationError
 
 from modelport.accounts import service as accounts
-from modelport.apps.envelope import encode_json
 from modelport.billing.topups import topup_team
-from modelport.bootstrap import StartupError, ensure_schema, prepare
+from modelport.bootstrap import StartupError, ensure_schema, prepare, prepare_worker
 from modelport.catalog import CatalogFileError
 from modelport.errors import ServiceError
 from modelport.settings import Settings, load_settings
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import upgrade_to_head
+from modelport.web.envelope import encode_json
 
 T = TypeVar("T")
 
@@ -66,12 +67,20 @@ def main() -> None:
 @click.option("--host", default=None, help="Interface to listen on (default 127.0.0.1).")
 @click.option("--media-port", type=int, default=None, help="Media host port (default 8080).")
 @click.option("--text-port", type=int, default=None, help="Text gateway port (default 8081).")
-def serve(workers: int, host: str | None, media_port: int | None, text_port: int | None) -> None:
+@click.option(
+    "--no-workers",
+    "no_workers",
+    is_flag=True,
+    help="Run no media task workers in this process (leave the work to `modelport worker` processes).",
+)
+def serve(workers: int, host: str | None, media_port: int | None, text_port: int | None, no_workers: bool) -> None:
     """Run the media host and the text gateway."""
     from modelport import server
     from modelport.logs import configure_logging
 
     settings = _settings(host=host, media_port=media_port, text_port=text_port)
+    if no_workers:
+        settings = settings.model_copy(update={"tasks": settings.tasks.model_copy(update={"run_workers": False})})
     configure_logging(settings.log_level, json_lines=settings.log_json)
     demo = _run_db(settings, lambda engine: prepare(engine, settings), migrate_sqlite=False)
     media_sock = server.bind_socket(settings.host, settings.media_port)
@@ -80,14 +89,29 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     settings = settings.model_copy(
         update={"media_port": media_sock.getsockname()[1], "text_port": text_sock.getsockname()[1]}
     )
+    metrics = server.start_metrics(settings, workers)
     media_url = f"http://{settings.host}:{settings.media_port}"
     text_url = f"http://{settings.host}:{settings.text_port}"
     lines = [
         f"media host:    {media_url}   (public URL {settings.public_media_url or media_url})",
         f"text gateway:  {text_url}   (OpenAI SDK base_url {text_url}/v1, Anthropic SDK base_url {text_url})",
     ]
+    if metrics is not None:
+        lines.append(f"metrics:       {metrics.url}   (Prometheus text format)")
     if settings.public_media_url and settings.public_media_url.startswith("http://"):
         lines.append("warning: MODELPORT_PUBLIC_MEDIA_URL is plain http://; use https:// in production")
+    allowed = sorted(settings.net.allowed_pairs())
+    if allowed or settings.net.ca_bundle is not None:
+        logging.getLogger("modelport.net").warning(
+            "user URL fetcher: allow_hosts=%s ca_bundle=%s", allowed, settings.net.ca_bundle
+        )
+    if allowed:
+        lines.append(
+            f"warning: MODELPORT_NET__ALLOW_HOSTS lets user URLs reach {', '.join(allowed)}"
+            " (no address check, http allowed)"
+        )
+    if settings.net.ca_bundle is not None:
+        lines.append(f"user URL fetches also trust the CA file {settings.net.ca_bundle} (MODELPORT_NET__CA_BUNDLE)")
     if workers > 1 and not settings.redis_url:
         lines.append("warning: --workers > 1 without MODELPORT_REDIS_URL: rate limits are counted per process")
     if demo is not None and demo.new_key:
@@ -99,7 +123,24 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
         )
     click.echo("\n".join(lines), err=False)
     sys.stdout.flush()
-    server.run(settings, media_sock, text_sock, workers)
+    server.run(settings, media_sock, text_sock, workers, metrics_dir=metrics.directory if metrics else None)
+
+
+@main.command()
+def worker() -> None:
+    """Run media tasks, the task reconciler and webhook deliveries (no HTTP); start as many as you like."""
+    from modelport.logs import configure_logging
+    from modelport.worker import run_worker
+
+    settings = _settings()
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    # The schema (SQLite migrated, PostgreSQL must be up to date) and the catalog, as serve does.
+    _run_db(settings, lambda engine: prepare_worker(engine, settings), migrate_sqlite=False)
+    click.echo("media task worker started", err=False)
+    sys.stdout.flush()
+    import uvloop
+
+    uvloop.run(run_worker(settings))
 
 
 @main.command()
@@ -142,8 +183,11 @@ def team_show(team_ref: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def team_list(as_json: bool) -> None:
     teams = _run_db(_settings(), accounts.list_teams)
-    _emit(as_json, {"teams": [t.to_public() for t in teams]},
-          "\n".join(f"{t.id}  {t.name}  {t.available_usd} USD  {t.tier}" for t in teams) or "(no teams)")
+    _emit(
+        as_json,
+        {"teams": [t.to_public() for t in teams]},
+        "\n".join(f"{t.id}  {t.name}  {t.available_usd} USD  {t.tier}" for t in teams) or "(no teams)",
+    )
 
 
 def _on_off(value: str | None) -> bool | None:
@@ -156,8 +200,11 @@ def _on_off(value: str | None) -> bool | None:
 @click.option("--log-retention", type=click.Choice(["on", "off"]), default=None)
 @click.option("--json", "as_json", is_flag=True)
 def team_set(team_ref: str, asset_service: str | None, log_retention: str | None, as_json: bool) -> None:
-    changes = {k: v for k, v in {"asset_service": _on_off(asset_service),
-                                 "log_retention": _on_off(log_retention)}.items() if v is not None}
+    changes = {
+        k: v
+        for k, v in {"asset_service": _on_off(asset_service), "log_retention": _on_off(log_retention)}.items()
+        if v is not None
+    }
     updated = _run_db(_settings(), lambda e: accounts.update_team(e, team_ref, **changes))
     _emit(as_json, updated.to_public(), f"updated team {updated.name}")
 
@@ -173,9 +220,11 @@ def key() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def key_create(team_ref: str, name: str | None, as_json: bool) -> None:
     created = _run_db(_settings(), lambda e: accounts.create_key(e, team_ref, name=name))
-    _emit(as_json, {"key": created.key, "id": created.record.id, "team": created.record.team_id,
-                    "prefix": created.record.prefix},
-          f"{created.key}\n(key id {created.record.id}; this is the only time the key is shown)")
+    _emit(
+        as_json,
+        {"key": created.key, "id": created.record.id, "team": created.record.team_id, "prefix": created.record.prefix},
+        f"{created.key}\n(key id {created.record.id}; this is the only time the key is shown)",
+    )
 
 
 @key.command("revoke")
@@ -191,8 +240,11 @@ def key_revoke(key_id: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def key_list(team_ref: str, as_json: bool) -> None:
     keys = _run_db(_settings(), lambda e: accounts.list_keys(e, team_ref))
-    _emit(as_json, {"keys": [k.to_public() for k in keys]},
-          "\n".join(f"{k.id}  {k.prefix}...  {'active' if k.active else 'revoked'}" for k in keys) or "(no keys)")
+    _emit(
+        as_json,
+        {"keys": [k.to_public() for k in keys]},
+        "\n".join(f"{k.id}  {k.prefix}...  {'active' if k.active else 'revoked'}" for k in keys) or "(no keys)",
+    )
 
 
 @admin.command("topup")
@@ -206,8 +258,11 @@ def topup(team_ref: str, amount_usd: str, as_json: bool) -> None:
     except ArithmeticError as exc:
         raise click.BadParameter(f"not a decimal amount: {amount_usd}") from exc
     result = _run_db(settings, lambda e: topup_team(e, settings.tiers, team_ref, amount))
-    _emit(as_json, {"team": result.team.to_public(), "tier_changed": result.tier_changed},
-          f"{result.team.name}: balance {result.team.available_usd} USD, tier {result.team.tier}")
+    _emit(
+        as_json,
+        {"team": result.team.to_public(), "tier_changed": result.tier_changed},
+        f"{result.team.name}: balance {result.team.available_usd} USD, tier {result.team.tier}",
+    )
 
 
 @admin.group()
@@ -226,5 +281,3 @@ def tier_set(team_ref: str, tier_name: str, as_json: bool) -> None:
         raise click.BadParameter(f"unknown tier {tier_name!r}; tiers: {', '.join(names)}")
     updated = _run_db(settings, lambda e: accounts.update_team(e, team_ref, tier=tier_name))
     _emit(as_json, updated.to_public(), f"{updated.name} is now on tier {updated.tier}")
-
-

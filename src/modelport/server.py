@@ -2,8 +2,8 @@
 
 The parent binds both listening sockets, runs the one-off start-up work, then either serves in-process
 (one worker) or starts N worker processes that share the sockets (the kernel spreads connections).
-Every worker runs both apps in one event loop over one shared Runtime. SIGTERM/SIGINT stop accepting,
-finish in-flight requests, then run shutdown hooks (which drain pending log and ledger writes).
+Every worker runs both apps in one event loop over one shared service container. SIGTERM/SIGINT stop accepting,
+finish in-flight requests, then close the services (which drains pending log and ledger writes).
 """
 
 from __future__ import annotations
@@ -11,23 +11,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import resource
 import signal
 import socket
 from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 
+from modelport import metrics
+from modelport.apps.assemble import build_services
 from modelport.apps.media import create_media_app
 from modelport.apps.text import create_text_app
+from modelport.gateway.pipeline import TEXT_GATEWAY
 from modelport.logs import configure_logging
-from modelport.runtime import Runtime
 from modelport.settings import Settings
+from modelport.web.errors import Host
+from modelport.web.http_protocol import ConnectionLimits, protocol_for
 
 log = logging.getLogger("modelport.server")
-GRACEFUL_SECONDS = 30
+# After the grace period: time for cut streams to send their error event and be logged.
+CUT_SECONDS = 5
+# File descriptors kept free of client connections: database and Redis pools, upstream calls, files.
+RESERVED_FDS = 256
 
 
 class _Server(uvicorn.Server):
@@ -48,29 +59,77 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _config(app: object, settings: Settings) -> uvicorn.Config:
+def raise_open_file_limit() -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (children inherit it); return the new soft one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-file limit from %s to %s: %s", soft, target, exc)
+    return soft
+
+
+def connection_limits(settings: Settings) -> ConnectionLimits:
+    server = settings.server
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cap = min(server.max_connections, max(16, soft - RESERVED_FDS))
+    if cap < server.max_connections:
+        log.info("at most %s connections per process (open-file limit %s)", cap, soft)
+    return ConnectionLimits(
+        max_header_bytes=server.max_header_bytes,
+        header_timeout=server.header_timeout_seconds,
+        body_timeout=server.body_timeout_seconds,
+        max_connections=cap,
+    )
+
+
+def _config(app: object, settings: Settings, host: Host, limits: ConnectionLimits) -> uvicorn.Config:
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
         loop="uvloop",
-        http="httptools",
+        http=protocol_for(host, limits),
         lifespan="on",
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=GRACEFUL_SECONDS,
-        timeout_keep_alive=75,
+        timeout_graceful_shutdown=math.ceil(settings.server.graceful_shutdown_seconds) + CUT_SECONDS,
+        timeout_keep_alive=max(1, round(settings.server.keep_alive_seconds)),
         server_header=False,
     )
 
 
 async def serve_both(settings: Settings, media_sock: socket.socket, text_sock: socket.socket) -> None:
-    runtime = Runtime(settings)
-    media = _Server(_config(create_media_app(runtime), settings))
-    text = _Server(_config(create_text_app(runtime), settings))
+    services = build_services(settings)
+    limits = connection_limits(settings)
+    media = _Server(_config(create_media_app(services), settings, "media", limits))
+    text = _Server(_config(create_text_app(services), settings, "text", limits))
     loop = asyncio.get_running_loop()
 
-    def stop() -> None:
+    grace = settings.server.graceful_shutdown_seconds
+    drain = settings.server.drain_seconds
+    stopping = closed = False
+
+    def close_sockets() -> None:
+        nonlocal closed
+        if closed:
+            return
+        closed = True
         media.should_exit = True
         text.should_exit = True
+        # Streams still running when the grace period ends get the protocol's error event; uvicorn
+        # waits CUT_SECONDS more for them to send it before it cancels what is left.
+        loop.call_later(grace, services[TEXT_GATEWAY].live_streams.cut_all)
+
+    def stop() -> None:
+        nonlocal stopping
+        services.draining = True  # /readyz: 503 from now on
+        if stopping or drain <= 0:  # a second signal stops waiting for the load balancer
+            close_sockets()
+            return
+        stopping = True
+        loop.call_later(drain, close_sockets)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop)
@@ -84,18 +143,52 @@ def _worker_main(settings: Settings, media_sock: socket.socket, text_sock: socke
     uvloop.run(serve_both(settings, media_sock, text_sock))
 
 
-def run(settings: Settings, media_sock: socket.socket, text_sock: socket.socket, workers: int) -> None:
+@dataclass(frozen=True)
+class MetricsEndpoint:
+    url: str
+    directory: Path | None  # the multiprocess directory, when the workers are separate processes
+
+
+def start_metrics(settings: Settings, workers: int) -> MetricsEndpoint | None:
+    """`/metrics` on its own port, served by this (the parent) process; before any worker starts."""
+    if settings.metrics_port is None:
+        return None
+    multi = workers > 1 or metrics.MULTIPROC_ENV in os.environ
+    directory = metrics.prepare_multiprocess_dir() if multi else None
+    host = settings.metrics_host or settings.host
+    port = metrics.serve_metrics(host, settings.metrics_port, directory)
+    shown = f"[{host}]" if ":" in host else host
+    return MetricsEndpoint(f"http://{shown}:{port}/metrics", directory)
+
+
+def run(
+    settings: Settings,
+    media_sock: socket.socket,
+    text_sock: socket.socket,
+    workers: int,
+    *,
+    metrics_dir: Path | None = None,
+) -> None:
+    raise_open_file_limit()
     if workers <= 1:
         _worker_main(settings, media_sock, text_sock)
         return
-    Supervisor(settings, media_sock, text_sock, workers).run()
+    Supervisor(settings, media_sock, text_sock, workers, metrics_dir).run()
 
 
 class Supervisor:
     """Keeps N worker processes alive; forwards SIGTERM/SIGINT to them and waits for them to drain."""
 
-    def __init__(self, settings: Settings, media_sock: socket.socket, text_sock: socket.socket, workers: int) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        media_sock: socket.socket,
+        text_sock: socket.socket,
+        workers: int,
+        metrics_dir: Path | None = None,
+    ) -> None:
         self._args = (settings, media_sock, text_sock)
+        self._metrics_dir = metrics_dir
         self._workers = workers
         self._ctx = multiprocessing.get_context("spawn")
         self._children: list[multiprocessing.context.SpawnProcess] = []
@@ -112,6 +205,10 @@ class Supervisor:
             if child.is_alive() and child.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(child.pid, sig)
+        # Our copies of the listening sockets: once the workers close theirs after draining, new
+        # connections are refused at once instead of waiting in a backlog nobody accepts from.
+        for sock in self._args[1:]:
+            sock.close()
 
     def run(self) -> None:
         self._children = [self._spawn() for _ in range(self._workers)]
@@ -122,9 +219,16 @@ class Supervisor:
             for i, child in enumerate(self._children):
                 if not child.is_alive() and not self._stopping:
                     log.error("worker %s exited with %s; starting a new one", child.pid, child.exitcode)
+                    self._sweep(child)
                     self._children[i] = self._spawn()
         for child in self._children:
             child.join()
+            self._sweep(child)
         failed = [c.exitcode for c in self._children if c.exitcode not in (0, None)]
         if failed:
             log.error("worker processes exited with %s", failed)
+
+    def _sweep(self, child: multiprocessing.context.SpawnProcess) -> None:
+        """A dead worker's live gauges leave the sums (its counters stay: totals never go down)."""
+        if self._metrics_dir is not None and child.pid is not None:
+            metrics.worker_died(child.pid, self._metrics_dir)

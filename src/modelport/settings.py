@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -20,7 +20,184 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from modelport.media.files.config import FilesSettings
+
+class FilesSettings(BaseModel):
+    """The media file store (nested as `settings.files`, env prefix `MODELPORT_FILES__`)."""
+
+    backend: Literal["local", "s3"] = "local"
+    # Local backend root; default `<data_dir>/media`.
+    local_dir: Path | None = None
+    # Upload limit in bytes; 16 MB as the spec's default.
+    max_upload_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    retention_seconds: int = Field(default=7 * 24 * 3600, gt=0)
+    # Per-team quota over the team's non-expired files.
+    quota_bytes: int = Field(default=1024 * 1024 * 1024, gt=0)
+    quota_files: int = Field(default=1000, gt=0)
+    sweep_interval_seconds: float = Field(default=300.0, gt=0)
+    # Rows removed per sweeper statement; keeps each transaction short.
+    sweep_batch: int = Field(default=200, gt=0, le=10_000)
+    # S3-compatible object storage (backend = "s3").
+    s3_bucket: str = "modelport-media"
+    s3_endpoint_url: str | None = None
+    s3_region: str = "us-east-1"
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: SecretStr | None = None
+    s3_prefix: str = "files/"
+    # "path" for most self-hosted servers (MinIO, Ceph); "auto" lets botocore choose.
+    s3_addressing_style: Literal["auto", "path", "virtual"] = "auto"
+    # Multipart part size: the most upload bytes one request holds in memory (S3 minimum 5 MiB).
+    s3_part_size: int = Field(default=8 * 1024 * 1024, ge=5 * 1024 * 1024)
+
+
+class ServerSettings(BaseModel):
+    """Connection limits of `modelport serve` (nested as `settings.server`, env prefix `MODELPORT_SERVER__`)."""
+
+    # The request line plus all headers; more is 431.
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024, le=1024 * 1024)
+    # From accepting a connection (or a request's first byte) to the end of its headers; then 408.
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    # The longest pause between two reads of a request body; then 408.
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    # An idle keep-alive connection is closed after this.
+    keep_alive_seconds: float = Field(default=15.0, gt=0)
+    # Open connections per process (both hosts together); also held below the open-file limit.
+    max_connections: int = Field(default=10_000, ge=1)
+    # SIGTERM: in-flight requests get this long to finish; streams still running then are ended with
+    # the protocol's error event, billed for what they produced and logged as cut by shutdown.
+    graceful_shutdown_seconds: float = Field(default=30.0, ge=0)
+    # SIGTERM: for this long first, /readyz answers 503 while everything else is still served, so a load
+    # balancer stops routing here before the listening sockets close (set it above its probe interval).
+    drain_seconds: float = Field(default=0.0, ge=0)
+
+
+class CreditSettings(BaseModel):
+    """Credit reservations of the text gateway (`settings.credit`, env prefix `MODELPORT_CREDIT__`)."""
+
+    # A process renews its reservations' lease every third of this; a reservation whose lease ran out
+    # (its process died) is returned by the next sweep. Crash recovery takes at most lease + sweep interval.
+    lease_seconds: float = Field(default=30.0, gt=0)
+    # How often every process sweeps reservations with an expired lease.
+    sweep_interval_seconds: float = Field(default=15.0, gt=0)
+    # The unused part of a reservation goes back after this long without a request of its team.
+    idle_return_seconds: float = Field(default=1.0, gt=0)
+    # How long a request waits for other processes to return unused reservations when the team's available
+    # balance is short but other processes hold some of its money; then 402.
+    ask_back_wait_seconds: float = Field(default=2.0, ge=0)
+
+
+class AssetsSettings(BaseModel):
+    """Provider assets (nested as `settings.assets`, env prefix `MODELPORT_ASSETS__`)."""
+
+    # embedded: our own asset library (files in our store, moderation in-process); http: the vendorA API.
+    backend: Literal["embedded", "http"] = "embedded"
+    # vendorA asset API (backend = "http"): its base URL and the NAME of the environment variable that
+    # holds its API key (the key itself never sits in settings files).
+    base_url: str | None = None
+    api_key_env: str = "MODELPORT_VENDORA_API_KEY"
+    connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    # One attempt of an upstream call (uploads of 200 MB included).
+    request_timeout_seconds: float = Field(default=120.0, gt=0)
+    # Extra attempts after a connection error, a timeout or a 5xx (POSTs carry an Idempotency-Key).
+    retries: int = Field(default=2, ge=0, le=10)
+    retry_backoff_seconds: float = Field(default=0.5, ge=0)
+    # Consecutive failed calls that open the circuit, and how long it stays open before one trial call.
+    breaker_failures: int = Field(default=5, ge=1)
+    breaker_open_seconds: float = Field(default=30.0, gt=0)
+    # http backend: how often `processing` assets are refreshed from vendorA in the background.
+    poll_interval_seconds: float = Field(default=5.0, gt=0)
+    # Downloading the user's URL (all redirects included).
+    fetch_time_limit_seconds: float = Field(default=120.0, gt=0)
+    # Embedded library: moderation passes at once per process (each decodes a whole file in a thread).
+    moderation_concurrency: int = Field(default=2, ge=1, le=32)
+    # Reading a file's headers at registration, and one full-decode moderation pass: past these the
+    # registration is refused (400) / the asset fails, rather than a request or a slot hanging on it.
+    probe_time_limit_seconds: float = Field(default=30.0, gt=0)
+    moderation_time_limit_seconds: float = Field(default=600.0, gt=0)
+
+
+class NetSettings(BaseModel):
+    """The SSRF-safe fetcher (nested as `settings.net`, env prefix `MODELPORT_NET__`)."""
+
+    # Comma-separated `host:port` entries (or a TOML list) that skip the global-address check and may use
+    # plain http. Matched on the URL's literal host string and port, never on a resolved address.
+    allow_hosts: str | list[str] = ""
+    # An extra CA file (PEM) trusted for https fetches besides the system store.
+    ca_bundle: Path | None = None
+    # Cap of one server-side fetch (all redirects included) when the caller names none.
+    default_timeout_seconds: float = Field(default=60.0, gt=0)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _check_allow_hosts(cls, value: str | list[str]) -> list[str]:
+        entries = value.split(",") if isinstance(value, str) else value
+        out: list[str] = []
+        for raw in entries:
+            entry = raw.strip().lower()
+            if not entry:
+                continue
+            host, sep, port = entry.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{raw.strip()!r} must be host:port (e.g. localhost:8443)")
+            out.append(f"{host}:{int(port)}")
+        return out
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _check_ca_bundle(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"{str(value)!r} is not a file")
+        return value
+
+    def allowed_pairs(self) -> frozenset[str]:
+        hosts = self.allow_hosts
+        return frozenset(hosts if isinstance(hosts, list) else [])
+
+
+class TasksSettings(BaseModel):
+    """Media tasks (nested as `settings.tasks`, env prefix `MODELPORT_TASKS__`)."""
+
+    # `serve` runs the task workers, reconciler and webhook sender in-process; false leaves the work to
+    # `modelport worker` processes (`serve --no-workers` sets it).
+    run_workers: bool = True
+    # Tasks one worker process runs at once (each renders in a thread).
+    worker_concurrency: int = Field(default=2, ge=1, le=64)
+    # A running task's lease; the worker renews it every third of it. Past it, another worker takes over.
+    lease_seconds: float = Field(default=30.0, ge=1)
+    # How often the reconciler looks for tasks to re-queue, take over or time out.
+    reconcile_interval_seconds: float = Field(default=2.0, gt=0)
+    # A queued task older than this is queued again (idempotent: the task id is the job key).
+    requeue_after_seconds: float = Field(default=10.0, ge=0)
+    # Runs a task may start (takeovers after crashes included) before it fails and is refunded.
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    # How long result files (and their download URLs) live.
+    result_retention_seconds: int = Field(default=7 * 24 * 3600, gt=0)
+
+
+def standard_schedule() -> list[float]:
+    """Standard Webhooks' retry schedule: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h."""
+    return [0, 5, 300, 1800, 7200, 18000, 36000, 36000]
+
+
+class WebhookSettings(BaseModel):
+    """Task webhooks (nested as `settings.webhooks`, env prefix `MODELPORT_WEBHOOKS__`)."""
+
+    # Delay before each attempt (the first is the delivery itself); its length is the number of attempts.
+    schedule_seconds: list[float] = Field(default_factory=standard_schedule, min_length=1)
+    # Each delay is spread by up to this fraction either way (so retries of many receivers do not align).
+    jitter_fraction: float = Field(default=0.2, ge=0, le=1)
+    # Only a 2xx answer within this time counts as delivered.
+    timeout_seconds: float = Field(default=15.0, gt=0, le=60)
+    # A sender holds a delivery this long; after a crash another sender takes it over.
+    claim_seconds: float = Field(default=60.0, gt=0)
+    # How often senders look for due deliveries (a local terminal transition also wakes them).
+    poll_interval_seconds: float = Field(default=1.0, gt=0)
+    # Deliveries in flight at once per process.
+    concurrency: int = Field(default=8, ge=1, le=256)
+    # The longest `Retry-After` honoured on a 429.
+    max_retry_after_seconds: float = Field(default=36000, gt=0)
+    # After a rotation, the previous secret keeps signing (as a second signature) this long.
+    previous_secret_seconds: int = Field(default=24 * 3600, ge=0)
 
 
 class TierSettings(BaseModel):
@@ -36,14 +213,38 @@ class TierSettings(BaseModel):
 
 def default_tiers() -> list[TierSettings]:
     return [
-        TierSettings(name="free", qualifying_topup_usd=Decimal(0), inference_rpm=60, query_rpm=120,
-                     concurrent_media_tasks=2, concurrent_requests=16),
-        TierSettings(name="tier1", qualifying_topup_usd=Decimal(10), inference_rpm=300, query_rpm=600,
-                     concurrent_media_tasks=5, concurrent_requests=64),
-        TierSettings(name="tier2", qualifying_topup_usd=Decimal(100), inference_rpm=1000, query_rpm=2000,
-                     concurrent_media_tasks=10, concurrent_requests=256),
-        TierSettings(name="tier3", qualifying_topup_usd=Decimal(1000), inference_rpm=5000, query_rpm=10000,
-                     concurrent_media_tasks=50, concurrent_requests=1024),
+        TierSettings(
+            name="free",
+            qualifying_topup_usd=Decimal(0),
+            inference_rpm=60,
+            query_rpm=120,
+            concurrent_media_tasks=2,
+            concurrent_requests=16,
+        ),
+        TierSettings(
+            name="tier1",
+            qualifying_topup_usd=Decimal(10),
+            inference_rpm=300,
+            query_rpm=600,
+            concurrent_media_tasks=5,
+            concurrent_requests=64,
+        ),
+        TierSettings(
+            name="tier2",
+            qualifying_topup_usd=Decimal(100),
+            inference_rpm=1000,
+            query_rpm=2000,
+            concurrent_media_tasks=10,
+            concurrent_requests=256,
+        ),
+        TierSettings(
+            name="tier3",
+            qualifying_topup_usd=Decimal(1000),
+            inference_rpm=5000,
+            query_rpm=10000,
+            concurrent_media_tasks=50,
+            concurrent_requests=1024,
+        ),
     ]
 
 
@@ -62,6 +263,9 @@ class Settings(BaseSettings):
     media_port: int = Field(default=8080, ge=0, le=65535)
     text_port: int = Field(default=8081, ge=0, le=65535)
     public_media_url: str | None = None
+    # Prometheus `/metrics` on its own port (unset: off); bound to `metrics_host`, default `host`.
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_host: str | None = None
     catalog: Path | None = None
     admin_token: SecretStr | None = None
     # HMAC key for signed download URLs and webhook signatures; generated into data_dir when unset.
@@ -75,9 +279,17 @@ class Settings(BaseSettings):
     demo_team: str = "demo"
     demo_balance_usd: Decimal = Field(default=Decimal(5), ge=0)
     log_level: str = "INFO"
-    log_json: bool = True
+    # JSON lines (true) or readable lines (false); unset: readable on a terminal, JSON otherwise.
+    log_json: bool | None = None
     tiers: list[TierSettings] = Field(default_factory=default_tiers)
     files: FilesSettings = Field(default_factory=FilesSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    credit: CreditSettings = Field(default_factory=CreditSettings)
+    # The SSRF-safe fetcher of user URLs (`MODELPORT_NET__ALLOW_HOSTS`, `MODELPORT_NET__CA_BUNDLE`).
+    net: NetSettings = Field(default_factory=NetSettings)
+    assets: AssetsSettings = Field(default_factory=AssetsSettings)
+    tasks: TasksSettings = Field(default_factory=TasksSettings)
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -158,6 +370,10 @@ class Settings(BaseSettings):
             "public_media_url": self.effective_public_media_url,
             "admin_api": self.admin_token is not None,
             "files_backend": self.files.backend,
+            "net_allow_hosts": sorted(self.net.allowed_pairs()),
+            "assets_backend": self.assets.backend,
+            "net_ca_bundle": str(self.net.ca_bundle) if self.net.ca_bundle else None,
+            "task_workers": self.tasks.run_workers,
         }
 
 

@@ -16,10 +16,11 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
+from modelport.apps.assemble import build_services
 from modelport.apps.media import create_media_app
-from modelport.media.files.binding import resolve_download_url
+from modelport.media.files.service import FILES
 from modelport.media.files.signing import derive_key, sign
-from modelport.runtime import Runtime
+from modelport.services import Services
 from modelport.settings import load_settings
 from tests.unit.files import samples
 
@@ -30,7 +31,7 @@ LIMIT = 64 * 1024
 @dataclass
 class Host:
     client: httpx.AsyncClient
-    runtime: Runtime
+    services: Services
     key_a: str
     key_b: str
 
@@ -40,21 +41,23 @@ class Host:
 
 async def make_host(engine: AsyncEngine, tmp_path: Path, **files: Any) -> AsyncIterator[Host]:
     settings = load_settings(
-        data_dir=tmp_path, public_media_url=PUBLIC, auth_cache_seconds=0,
+        data_dir=tmp_path,
+        public_media_url=PUBLIC,
+        auth_cache_seconds=0,
         files={"max_upload_bytes": LIMIT, **files},
     )
-    runtime = Runtime(settings, engine=engine)
-    app = create_media_app(runtime)
+    services = build_services(settings, engine=engine)
+    app = create_media_app(services)
     await accounts.create_team(engine, "team-a", tier="free")
     await accounts.create_team(engine, "team-b", tier="free")
     key_a = (await accounts.create_key(engine, "team-a")).key
     key_b = (await accounts.create_key(engine, "team-b")).key
-    await runtime.open()
+    await services.start()
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=PUBLIC) as client:
-            yield Host(client, runtime, key_a, key_b)
+            yield Host(client, services, key_a, key_b)
     finally:
-        await runtime.close()
+        await services.aclose()
 
 
 @pytest.fixture
@@ -148,7 +151,7 @@ async def test_over_the_limit_is_413_detected_while_streaming(host: Host) -> Non
     data = samples.wav_bytes(seconds=3)  # 48 KB of samples...
     data = data + b"\x00" * (LIMIT + 1 - len(data))  # ...padded to one byte over the limit
     boundary = "xYzBoundary"
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.wav\"\r\n\r\n").encode()
+    head = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\n\r\n').encode()
     tail = f"\r\n--{boundary}--\r\n".encode()
     sent = 0
 
@@ -160,7 +163,8 @@ async def test_over_the_limit_is_413_detected_while_streaming(host: Host) -> Non
 
     # A streamed body has no Content-Length: the limit can only be found while reading.
     response = await host.client.post(
-        "/api/v1/media/files", content=stream(),
+        "/api/v1/media/files",
+        content=stream(),
         headers={**host.auth(), "Content-Type": f"multipart/form-data; boundary={boundary}"},
     )
     assert response.status_code == 413
@@ -168,7 +172,7 @@ async def test_over_the_limit_is_413_detected_while_streaming(host: Host) -> Non
     assert response.json() == {"code": 413, "message": expected}
     listing = await host.client.get("/api/v1/media/files", headers=host.auth())
     assert listing.json()["data"]["total"] == 0
-    assert not any(p.is_file() for p in (host.runtime.settings.data_dir / "media").rglob("*"))
+    assert not any(p.is_file() for p in (host.services.settings.data_dir / "media").rglob("*"))
 
     # With a declared Content-Length far over the limit, the refusal comes before reading.
     big = await post_file(host, data + b"\x00" * LIMIT * 2)
@@ -203,8 +207,11 @@ async def test_teams_are_isolated_and_delete_frees_at_once(host: Host) -> None:
 
 
 async def test_auth_required_except_download(host: Host) -> None:
-    for method, path in [("POST", "/api/v1/media/files"), ("GET", "/api/v1/media/files"),
-                         ("DELETE", "/api/v1/media/files/file_x")]:
+    for method, path in [
+        ("POST", "/api/v1/media/files"),
+        ("GET", "/api/v1/media/files"),
+        ("DELETE", "/api/v1/media/files/file_x"),
+    ]:
         response = await host.client.request(method, path)
         assert response.status_code == 401
         assert response.json() == {"code": 401, "message": "Authentication failed: invalid team"}
@@ -217,7 +224,7 @@ async def test_bad_or_expired_signatures_are_404(host: Host) -> None:
     assert (await host.client.get(tampered)).status_code == 404
     assert (await host.client.get(url.split("?")[0])).status_code == 404
     # Correctly signed, but the expiry has passed.
-    key = derive_key(host.runtime.secret_key)
+    key = derive_key(host.services.secret_key)
     past = 1_000_000_000
     signature = sign(key, file["file_id"], past)
     expired = await host.client.get(f"/files/{file['file_id']}?expires={past}&signature={signature}")
@@ -228,10 +235,10 @@ async def test_bad_or_expired_signatures_are_404(host: Host) -> None:
 async def test_resolver_reads_our_own_url_without_the_network(host: Host) -> None:
     data = samples.image_bytes("JPEG")
     url = (await post_file(host, data, "x.jpg")).json()["data"]["download_url"]
-    resolved = await resolve_download_url(host.runtime, url)
+    resolved = await host.services[FILES].resolve(url)
     assert resolved is not None and resolved.mime_type == "image/jpeg"
     assert b"".join([c async for c in resolved.chunks]) == data
-    assert await resolve_download_url(host.runtime, "https://example.com/x.jpg") is None
+    assert await host.services[FILES].resolve("https://example.com/x.jpg") is None
 
 
 async def test_real_expiry_and_quota(engine: AsyncEngine, tmp_path: Path) -> None:

@@ -27,7 +27,9 @@ def free_port() -> int:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     port = free_port()
     with run_server(
-        tmp_path_factory.mktemp("files-serve"), "--media-port", str(port),
+        tmp_path_factory.mktemp("files-serve"),
+        "--media-port",
+        str(port),
         MODELPORT_PUBLIC_MEDIA_URL=f"http://127.0.0.1:{port}",
         MODELPORT_FILES__MAX_UPLOAD_BYTES=str(LIMIT),
         MODELPORT_FILES__SWEEP_INTERVAL_SECONDS="1",
@@ -42,8 +44,9 @@ def auth(server: RunningServer) -> dict[str, str]:
 
 def test_upload_download_range_and_delete(server: RunningServer) -> None:
     video = samples.video_bytes("mp4", "mpeg4", frames=20)
-    up = httpx.post(server.media_url + "/api/v1/media/files", headers=auth(server),
-                    files={"file": ("clip.mp4", video, "video/mp4")})
+    up = httpx.post(
+        server.media_url + "/api/v1/media/files", headers=auth(server), files={"file": ("clip.mp4", video, "video/mp4")}
+    )
     assert up.status_code == 200, up.text
     file = up.json()["data"]
     assert file["type"] == "video" and file["mime_type"] == "video/mp4"
@@ -70,7 +73,8 @@ def test_streamed_upload_over_the_limit_is_413(server: RunningServer) -> None:
         yield f"\r\n--{boundary}--\r\n".encode()
 
     response = httpx.post(
-        server.media_url + "/api/v1/media/files", content=body(),
+        server.media_url + "/api/v1/media/files",
+        content=body(),
         headers={**auth(server), "Content-Type": f"multipart/form-data; boundary={boundary}"},
     )
     assert response.status_code == 413

@@ -18,9 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
 from modelport.errors import InvalidParameters, NotFound, PayloadTooLarge, QuotaExceeded
-from modelport.media.files.config import FilesSettings
 from modelport.media.files.service import FilesService
 from modelport.media.files.storage.local import LocalFileStore
+from modelport.settings import FilesSettings
 from modelport.storage.tables import media_files
 from tests.unit.files import samples
 
@@ -54,8 +54,12 @@ def make_service(
 ) -> tuple[FilesService, RecordingStore]:
     store = RecordingStore(root / "store")
     service = FilesService(
-        engine=engine, store=store, settings=FilesSettings(**overrides), public_base_url=BASE,
-        secret="test-secret", clock=clock,
+        engine=engine,
+        store=store,
+        settings=FilesSettings(**overrides),
+        public_base_url=BASE,
+        secret="test-secret",
+        clock=clock,
     )
     return service, store
 
@@ -178,9 +182,7 @@ async def test_racing_uploads_never_exceed_the_file_quota(engine: AsyncEngine, t
     assert len(files_under(tmp_path / "store")) == len(ok)
 
 
-async def test_expired_files_vanish_and_concurrent_sweepers_split_the_work(
-    engine: AsyncEngine, tmp_path: Path
-) -> None:
+async def test_expired_files_vanish_and_concurrent_sweepers_split_the_work(engine: AsyncEngine, tmp_path: Path) -> None:
     clock = Clock()
     service, store = make_service(engine, tmp_path, clock, retention_seconds=60, sweep_batch=3)
     team = await new_team(engine, "files-sweep")

@@ -1,6 +1,6 @@
 """Two separate OS processes hammer one key on one Redis; the limit holds exactly across both.
 
-Each process builds its limiters with `make_limiters(url, prefix)` (the server's production path, Redis
+Each process builds its limiters with `make_limiters(make_redis(url), prefix)` (the production path, Redis
 server clock), waits for a common start instant so the two really overlap, fires its hits concurrently,
 and prints how many were admitted. Fails, not skips, when Redis is unreachable.
 """
@@ -26,9 +26,11 @@ REDIS_URL = os.environ.get("MODELPORT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0
 WORKER = """
 import asyncio, json, sys, time
 from modelport.ratelimit import make_limiters
+from modelport.services import make_redis
 
 async def main(url, prefix, mode, limit, attempts, start_at):
-    limiters = make_limiters(url, prefix)
+    client = make_redis(url)
+    limiters = make_limiters(client, prefix)
     await asyncio.sleep(max(0.0, start_at - time.time()))
     started = time.time()
     if mode == "rate":
@@ -42,6 +44,7 @@ async def main(url, prefix, mode, limit, attempts, start_at):
         admitted = sum(lease is not None for lease in results)
     print(json.dumps({"admitted": admitted, "started": started, "ended": time.time()}))
     await limiters.aclose()
+    await client.aclose()
 
 url, prefix, mode, limit, attempts, start_at = sys.argv[1:]
 asyncio.run(main(url, prefix, mode, int(limit), int(attempts), float(start_at)))

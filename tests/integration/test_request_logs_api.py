@@ -17,11 +17,11 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
+from modelport.apps.assemble import build_services
 from modelport.apps.text import create_text_app
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.retention import RetentionPolicy
 from modelport.requestlog.writer import RequestLogWriter
-from modelport.runtime import Runtime
 from modelport.settings import Settings
 
 HOUR = 3600
@@ -29,8 +29,19 @@ HOUR = 3600
 START = 1_700_000_000 - 1_700_000_000 % HOUR + 1234
 END = START + 5 * HOUR + 777
 USERS = ["user_alpha1", "user-beta-22", None]
-ITEM_KEYS = {"task_id", "status", "error", "model", "prompt_tokens", "completion_tokens", "cached_tokens", "cost",
-             "created_at", "input", "result"}
+ITEM_KEYS = {
+    "task_id",
+    "status",
+    "error",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost",
+    "created_at",
+    "input",
+    "result",
+}
 KEPT = RetentionPolicy(enabled=True)
 
 
@@ -55,21 +66,44 @@ def seed(team_id: str, count: int, rng: random.Random) -> list[LogRecord]:
         at_ms = START * 1000 + rng.randrange(0, (END - START + 1) * 1000)
         if i % 10 == 0:
             at_ms = rows[-1].created_at_ms if rows else at_ms  # ties on the millisecond: ordered by id
-        rows.append(LogRecord(
-            id=f"req_{team_id[-6:]}_{i:05d}_{rng.randrange(10**6):06d}", team_id=team_id, created_at_ms=at_ms,
-            status="success" if i % 7 else "error", error=None if i % 7 else "upstream timed out",
-            provider="openai", model_name="gpt-4o-mini", endpoint="chat.completions",
-            prompt_tokens=100 + i, completion_tokens=i, cached_tokens=i % 3, cost_micros=1234 * i,
-            svc_user_id=USERS[i % 3],
-            input=KEPT.payload({"messages": [{"role": "user", "content": f"q{i}"}]}) if i % 2 else None,
-            result=KEPT.payload({"choices": [{"message": {"content": f"a{i}"}}]}) if i % 2 else None,
-        ))
+        rows.append(
+            LogRecord(
+                id=f"req_{team_id[-6:]}_{i:05d}_{rng.randrange(10**6):06d}",
+                team_id=team_id,
+                created_at_ms=at_ms,
+                status="success" if i % 7 else "error",
+                error=None if i % 7 else "upstream timed out",
+                provider="openai",
+                model_name="gpt-4o-mini",
+                endpoint="chat.completions",
+                prompt_tokens=100 + i,
+                completion_tokens=i,
+                cached_tokens=i % 3,
+                cost_micros=1234 * i,
+                svc_user_id=USERS[i % 3],
+                input=KEPT.payload({"messages": [{"role": "user", "content": f"q{i}"}]}) if i % 2 else None,
+                result=KEPT.payload({"choices": [{"message": {"content": f"a{i}"}}]}) if i % 2 else None,
+            )
+        )
     # Just outside the window on both sides, and exactly on its edges.
-    edges = [(START * 1000 - 1, "before"), (START * 1000, "first"), (END * 1000 + 999, "last"),
-             (END * 1000 + 1000, "after")]
+    edges = [
+        (START * 1000 - 1, "before"),
+        (START * 1000, "first"),
+        (END * 1000 + 999, "last"),
+        (END * 1000 + 1000, "after"),
+    ]
     for at_ms, name in edges:
-        rows.append(LogRecord(id=f"req_{team_id[-6:]}_{name}", team_id=team_id, created_at_ms=at_ms,
-                              status="success", provider="anthropic", model_name="claude", endpoint="messages"))
+        rows.append(
+            LogRecord(
+                id=f"req_{team_id[-6:]}_{name}",
+                team_id=team_id,
+                created_at_ms=at_ms,
+                status="success",
+                provider="anthropic",
+                model_name="claude",
+                endpoint="messages",
+            )
+        )
     return rows
 
 
@@ -84,9 +118,9 @@ async def world(engine: AsyncEngine, tmp_path: Path) -> AsyncIterator[World]:
     writer = RequestLogWriter(engine, max_batch=64)
     for rec in rng.sample(rows_a + rows_b, len(rows_a) + len(rows_b)):
         writer.record(rec)
-    await writer.close()
+    await writer.aclose()
 
-    app = create_text_app(Runtime(Settings(data_dir=tmp_path, auth_cache_seconds=0), engine=engine))
+    app = create_text_app(build_services(Settings(data_dir=tmp_path, auth_cache_seconds=0), engine=engine))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://text.test") as client:
         yield World(client, key_a, key_b, rows_a, rows_b)
@@ -95,8 +129,7 @@ async def world(engine: AsyncEngine, tmp_path: Path) -> AsyncIterator[World]:
 async def get_logs(world: World, key: str | None = None, **params: Any) -> httpx.Response:
     query = {"start_time": START, "end_time": END, **params}
     headers = {"Authorization": f"Bearer {key or world.key_a}"}
-    return await world.client.get("/v1/logs", params={k: v for k, v in query.items() if v is not None},
-                                  headers=headers)
+    return await world.client.get("/v1/logs", params={k: v for k, v in query.items() if v is not None}, headers=headers)
 
 
 async def all_pages(world: World, page_size: int, **params: Any) -> tuple[list[str], int]:
@@ -181,7 +214,10 @@ async def test_item_shape(world: World) -> None:
         assert item["created_at"] == rec.created_at_ms // 1000
         assert (item["status"], item["error"]) == (rec.status, rec.error)
         assert (item["prompt_tokens"], item["completion_tokens"], item["cached_tokens"]) == (
-            rec.prompt_tokens, rec.completion_tokens, rec.cached_tokens)
+            rec.prompt_tokens,
+            rec.completion_tokens,
+            rec.cached_tokens,
+        )
         if rec.input is None:
             assert item["input"] is None and item["result"] is None
             dropped += 1
@@ -217,8 +253,9 @@ INVALID = [
 @pytest.mark.parametrize(("params", "param"), INVALID)
 async def test_each_bad_parameter_is_a_400_naming_it(world: World, params: dict[str, Any], param: str) -> None:
     query: dict[str, Any] = {"start_time": START, "end_time": END, **params}
-    r = await world.client.get("/v1/logs", params={k: v for k, v in query.items() if v is not None},
-                               headers={"x-api-key": world.key_a})
+    r = await world.client.get(
+        "/v1/logs", params={k: v for k, v in query.items() if v is not None}, headers={"x-api-key": world.key_a}
+    )
     assert r.status_code == 400, r.text
     error = r.json()["error"]
     assert error["type"] == "invalid_request_error"

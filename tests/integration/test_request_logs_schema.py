@@ -41,11 +41,15 @@ async def test_upgrade_from_0001_counts_existing_rows_and_matches_the_tables(bac
         try:
             async with engine.begin() as conn:
                 await conn.run_sync(_upgrade, "0001")
-                base = {"status": "success", "provider": "p", "model_name": "m", "endpoint": "chat",
-                        "cost_micros": 0}
+                base = {"status": "success", "provider": "p", "model_name": "m", "endpoint": "chat", "cost_micros": 0}
                 rows = [
-                    {**base, "id": f"req_{i}", "team_id": "team_1", "created_at_ms": 3_600_000 * (i % 3) + i,
-                     "svc_user_id": "user_0001" if i % 2 else None}
+                    {
+                        **base,
+                        "id": f"req_{i}",
+                        "team_id": "team_1",
+                        "created_at_ms": 3_600_000 * (i % 3) + i,
+                        "svc_user_id": "user_0001" if i % 2 else None,
+                    }
                     for i in range(10)
                 ]
                 await conn.execute(insert(request_logs), rows)
@@ -53,13 +57,15 @@ async def test_upgrade_from_0001_counts_existing_rows_and_matches_the_tables(bac
             async with engine.connect() as conn:
                 assert await conn.run_sync(_differences) == []
                 result = await conn.execute(
-                    select(request_log_counts.c.svc_user_id, func.sum(request_log_counts.c.n))
-                    .group_by(request_log_counts.c.svc_user_id)
+                    select(request_log_counts.c.svc_user_id, func.sum(request_log_counts.c.n)).group_by(
+                        request_log_counts.c.svc_user_id
+                    )
                 )
                 assert dict(result.all()) == {"": 10, "user_0001": 5}
                 hours = await conn.execute(
                     select(request_log_counts.c.hour, request_log_counts.c.n)
-                    .where(request_log_counts.c.svc_user_id == "").order_by(request_log_counts.c.hour)
+                    .where(request_log_counts.c.svc_user_id == "")
+                    .order_by(request_log_counts.c.hour)
                 )
                 assert hours.all() == [(0, 4), (1, 3), (2, 3)]
         finally:

@@ -28,9 +28,18 @@ T0 = 1_700_000_000_000
 
 def make(i: int, *, team: str = "team_w", user: str | None = None, at: int | None = None) -> LogRecord:
     return LogRecord(
-        id=f"req_{team}_{i:06d}", team_id=team, created_at_ms=T0 + i * 1000 if at is None else at,
-        status="success", provider="openai", model_name="gpt-4o-mini", endpoint="chat.completions",
-        prompt_tokens=10, completion_tokens=5, cached_tokens=0, cost_micros=123, svc_user_id=user,
+        id=f"req_{team}_{i:06d}",
+        team_id=team,
+        created_at_ms=T0 + i * 1000 if at is None else at,
+        status="success",
+        provider="openai",
+        model_name="gpt-4o-mini",
+        endpoint="chat.completions",
+        prompt_tokens=10,
+        completion_tokens=5,
+        cached_tokens=0,
+        cost_micros=123,
+        svc_user_id=user,
     )
 
 
@@ -72,7 +81,7 @@ async def test_close_drains_ten_thousand_pending_rows_in_batches(engine: AsyncEn
     for i in range(10_000):
         writer.record(make(i, user="user_0001" if i % 4 == 0 else None))
     assert writer.pending == 10_000  # record() did not touch the database
-    await writer.close()
+    await writer.aclose()
     event.remove(engine.sync_engine, "before_cursor_execute", on_execute)
 
     assert await row_count(engine) == 10_000
@@ -93,7 +102,7 @@ async def test_rows_arrive_within_the_flush_interval_without_a_flush(engine: Asy
             await wait_for_rows(engine, 3)
         assert time.monotonic() - started < 2
     finally:
-        await writer.close()
+        await writer.aclose()
 
 
 async def test_flush_waits_for_everything_recorded_before_it(engine: AsyncEngine) -> None:
@@ -105,7 +114,7 @@ async def test_flush_waits_for_everything_recorded_before_it(engine: AsyncEngine
         await writer.flush()
         assert await row_count(engine) == 1_234
     finally:
-        await writer.close()
+        await writer.aclose()
 
 
 async def test_reinserting_rows_neither_duplicates_nor_recounts(engine: AsyncEngine) -> None:
@@ -120,7 +129,7 @@ async def test_reinserting_rows_neither_duplicates_nor_recounts(engine: AsyncEng
     writer = RequestLogWriter(engine)
     for rec in first:
         writer.record(rec)
-    await writer.close()
+    await writer.aclose()
     assert writer.stats.duplicates == 50 and writer.stats.written == 0
     assert await row_count(engine) == 75 and await counted(engine) == 75
 
@@ -131,7 +140,7 @@ async def test_a_row_the_database_refuses_is_isolated_and_the_rest_land(engine: 
     records[17] = make(17, at=2**70)  # no 64-bit integer column can hold this
     for rec in records:
         writer.record(rec)
-    await writer.close()
+    await writer.aclose()
     assert await row_count(engine) == 39
     assert writer.stats.rejected == 1 and writer.stats.written == 39
 
@@ -206,7 +215,7 @@ async def test_an_outage_delays_rows_but_loses_none(pg: tuple[AsyncEngine, Async
     await relay.open()
     async with asyncio.timeout(30):
         await writer.flush()
-    await writer.close()
+    await writer.aclose()
     assert await row_count(direct) == 400 and await counted(direct) == 400
     assert writer.stats.dropped == 0 and writer.stats.rejected == 0
 
@@ -217,8 +226,13 @@ async def test_outage_and_overflow_spill_to_disk_and_are_replayed(
     direct, relayed, relay = pg
     spill_dir = tmp_path / "spill"
     writer = RequestLogWriter(
-        relayed, max_batch=10, max_pending=50, spill_dir=spill_dir, flush_interval=0.05,
-        retry_initial=0.05, retry_max=0.2,
+        relayed,
+        max_batch=10,
+        max_pending=50,
+        spill_dir=spill_dir,
+        flush_interval=0.05,
+        retry_initial=0.05,
+        retry_max=0.2,
     )
     await relay.cut()
     await writer.start()
@@ -242,7 +256,7 @@ async def test_outage_and_overflow_spill_to_disk_and_are_replayed(
     await relay.open()
     async with asyncio.timeout(30):
         await wait_for_rows(direct, 205)
-    await writer.close()
+    await writer.aclose()
     assert await counted(direct) == 205 and writer.stats.dropped == 0
     assert list(spill_dir.glob("spill-*.jsonl")) == []
 
@@ -258,7 +272,7 @@ async def test_rows_left_at_shutdown_are_spilled_and_replayed_by_the_next_writer
     for i in range(120):
         writer.record(make(i))
     started = time.monotonic()
-    await writer.close()
+    await writer.aclose()
     # The outage is detected and the rows spilled: no waiting for close_timeout.
     assert time.monotonic() - started < 10
     assert writer.stats.spilled == 120 and writer.stats.dropped == 0
@@ -268,7 +282,7 @@ async def test_rows_left_at_shutdown_are_spilled_and_replayed_by_the_next_writer
     await successor.start()
     async with asyncio.timeout(30):
         await wait_for_rows(direct, 120)
-    await successor.close()
+    await successor.aclose()
     assert await counted(direct) == 120
     assert list(spill_dir.glob("spill-*.jsonl")) == []
 
@@ -281,5 +295,25 @@ async def test_without_a_spill_dir_rows_left_at_shutdown_are_counted_as_dropped(
     writer = RequestLogWriter(relayed, close_timeout=0.5, retry_initial=0.05)
     for i in range(10):
         writer.record(make(i))
-    await writer.close()
+    await writer.aclose()
     assert writer.stats.dropped == 10 and writer.stats.spilled == 0 and writer.pending == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_nul_characters_never_cost_a_row(backend: str, tmp_path: Path) -> None:
+    """PostgreSQL rejects NUL in text: a model id or error carrying one is written with U+FFFD instead."""
+    async with migrated_engine(backend, tmp_path) as engine:
+        bad = LogRecord(
+            id="req_nul",
+            team_id="team_w",
+            created_at_ms=T0,
+            status="error",
+            provider="fake",
+            model_name="ch\x00at",
+            endpoint="chat.completions",
+            error="no model 'fake/ch\x00at'",
+        )
+        assert await insert_logs(engine, [bad, make(1)]) == 2
+        async with engine.connect() as conn:
+            row = (await conn.execute(select(request_logs).where(request_logs.c.id == "req_nul"))).mappings().one()
+        assert row["model_name"] == "ch\ufffdat" and row["error"] == "no model 'fake/ch\ufffdat'"

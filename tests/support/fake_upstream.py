@@ -299,6 +299,8 @@ class FakeUpstream(ThreadedServer):
         body = await request.read()
         with self._lock:
             self._requests.append(record(request, body))
+        if request.path.endswith("/messages/count_tokens"):
+            return self._count_tokens(body)
         proto = protocol_of(request.path)
         if proto is None:
             return web.json_response(shapes.openai_error(404, "unknown path", None, None), status=404)
@@ -321,6 +323,16 @@ class FakeUpstream(ThreadedServer):
             _abort(request)
             return web.Response()
         return web.json_response(_body(proto, reply.answer, model, rid), headers=reply.headers)
+
+    def _count_tokens(self, body: bytes) -> web.Response:
+        """Anthropic's token counting: a count that grows with the request (a stand-in for a tokenizer)."""
+        payload = json.loads(body)
+        if "max_tokens" in payload or "stream" in payload:
+            extra = "max_tokens" if "max_tokens" in payload else "stream"
+            return web.json_response(
+                shapes.anthropic_error(400, f"{extra}: Extra inputs are not permitted", None), status=400
+            )
+        return web.json_response({"input_tokens": 3 + len(json.dumps(payload.get("messages"))) // 3})
 
     def _error(self, proto: Protocol, reply: Reply) -> web.Response:
         if proto == "messages":

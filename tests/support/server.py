@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,9 +58,16 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 @contextmanager
 def run_server(
-    data_dir: Path, *args: str, startup_timeout: float = 60, env: dict[str, str] | None = None, **env_extra: str
+    data_dir: Path,
+    *args: str,
+    startup_timeout: float = 60,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+    **env_extra: str,
 ) -> Iterator[RunningServer]:
-    """`env` and `env_extra` are added to the server's environment (`env` for names that are not identifiers)."""
+    """`env` and `env_extra` are added to the server's environment (`env` for names that are not identifiers).
+
+    `preexec_fn` runs in the child before `modelport` starts (e.g. to lower its open-file limit)."""
     env = server_env(data_dir, **(env or {}), **env_extra)
     process = subprocess.Popen(
         [sys.executable, "-m", "modelport", "serve", "--media-port", "0", "--text-port", "0", *args],
@@ -68,6 +75,7 @@ def run_server(
         stdout=subprocess.PIPE,
         stderr=None,
         text=True,
+        preexec_fn=preexec_fn,
     )
     try:
         server = _read_banner(process, env, startup_timeout)

@@ -104,6 +104,6 @@ class Authenticator:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def drain(self) -> None:
+    async def aclose(self) -> None:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)

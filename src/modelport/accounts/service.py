@@ -23,17 +23,26 @@ TEAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 def team_from_row(row: Row[Any]) -> Team:
     m = row._mapping
     return Team(
-        id=m["id"], name=m["name"], balance_micros=int(m["balance_micros"]),
-        frozen_micros=int(m["frozen_micros"]), tier=m["tier"], asset_service=bool(m["asset_service"]),
-        log_retention=bool(m["log_retention"]), created_at_ms=int(m["created_at_ms"]),
+        id=m["id"],
+        name=m["name"],
+        balance_micros=int(m["balance_micros"]),
+        frozen_micros=int(m["frozen_micros"]),
+        tier=m["tier"],
+        asset_service=bool(m["asset_service"]),
+        log_retention=bool(m["log_retention"]),
+        created_at_ms=int(m["created_at_ms"]),
     )
 
 
 def key_from_row(row: Row[Any]) -> ApiKey:
     m = row._mapping
     return ApiKey(
-        id=m["id"], team_id=m["team_id"], name=m["name"], prefix=m["prefix"],
-        created_at_ms=int(m["created_at_ms"]), revoked_at_ms=m["revoked_at_ms"],
+        id=m["id"],
+        team_id=m["team_id"],
+        name=m["name"],
+        prefix=m["prefix"],
+        created_at_ms=int(m["created_at_ms"]),
+        revoked_at_ms=m["revoked_at_ms"],
         last_used_at_ms=m["last_used_at_ms"],
     )
 
@@ -46,8 +55,14 @@ async def create_team(engine: AsyncEngine, name: str, *, tier: str) -> Team:
         )
     team_id = new_id("team")
     values = {
-        "id": team_id, "name": name, "balance_micros": 0, "frozen_micros": 0, "tier": tier,
-        "asset_service": False, "log_retention": False, "created_at_ms": now_ms(),
+        "id": team_id,
+        "name": name,
+        "balance_micros": 0,
+        "frozen_micros": 0,
+        "tier": tier,
+        "asset_service": False,
+        "log_retention": False,
+        "created_at_ms": now_ms(),
     }
     try:
         async with engine.begin() as conn:
@@ -94,8 +109,14 @@ async def create_key(engine: AsyncEngine, team_ref: str, *, name: str | None = N
     key = generate_key()
     key_id = new_id("key")
     values = {
-        "id": key_id, "team_id": team.id, "name": name, "prefix": visible_prefix(key),
-        "key_hash": hash_key(key), "created_at_ms": now_ms(), "revoked_at_ms": None, "last_used_at_ms": None,
+        "id": key_id,
+        "team_id": team.id,
+        "name": name,
+        "prefix": visible_prefix(key),
+        "key_hash": hash_key(key),
+        "created_at_ms": now_ms(),
+        "revoked_at_ms": None,
+        "last_used_at_ms": None,
     }
     async with engine.begin() as conn:
         await conn.execute(insert(api_keys).values(**values))
@@ -125,9 +146,7 @@ async def list_keys(engine: AsyncEngine, team_ref: str) -> Sequence[ApiKey]:
     team = await get_team(engine, team_ref)
     async with engine.connect() as conn:
         rows = (
-            await conn.execute(
-                select(api_keys).where(api_keys.c.team_id == team.id).order_by(api_keys.c.created_at_ms)
-            )
+            await conn.execute(select(api_keys).where(api_keys.c.team_id == team.id).order_by(api_keys.c.created_at_ms))
         ).all()
     return [key_from_row(r) for r in rows]
 

@@ -2,49 +2,61 @@
 
 from __future__ import annotations
 
-import html
-
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from modelport.apps import admin
-from modelport.apps.deps import get_runtime
+from modelport.apps.assemble import build_services
 from modelport.apps.factory import base_app, finish_app
 from modelport.errors import NotFound
 from modelport.media import utility
-from modelport.runtime import Runtime
+from modelport.media.assets import routes as asset_routes
+from modelport.media.files import routes as file_routes
+from modelport.media.model_docs import render_page
+from modelport.media.tasks import routes as task_routes
+from modelport.media.webhooks import routes as webhook_routes
+from modelport.services import Services
 from modelport.settings import Settings, load_settings
+from modelport.web.deps import get_services
 
 
-def create_media_app(runtime: Runtime | None = None, settings: Settings | None = None) -> FastAPI:
-    runtime = runtime or Runtime(settings or load_settings())
-    app = base_app(runtime, host="media", title="modelport media host")
-    app.include_router(utility.router)
-    app.include_router(admin.router)
-    _include_optional_routers(app, runtime)
-    app.add_api_route("/docs/models/{slug:path}", model_docs_page, methods=["GET"], include_in_schema=False)
-    return finish_app(app, host="media")
-
-
-def _include_optional_routers(app: FastAPI, runtime: Runtime) -> None:
-    """Feature routers that install themselves (files, assets, tasks) as they are built."""
-    from modelport.media import features
-
-    for router, install in features.routers():
+def create_media_app(services: Services | None = None, settings: Settings | None = None) -> FastAPI:
+    services = services or build_services(settings or load_settings())
+    app = base_app(services, host="media", title="modelport media host")
+    # Tasks last: their `POST /{provider}/{model}` must not shadow the fixed routes before them.
+    for router in (
+        utility.router,
+        admin.router,
+        file_routes.router,
+        asset_routes.router,
+        webhook_routes.router,
+        task_routes.router,
+    ):
         app.include_router(router)
-        if install is not None:
-            install(runtime)
+    app.add_api_route("/docs/models/{slug:path}", model_docs_page, methods=["GET"], include_in_schema=False)
+    return finish_app(app, host="media", extra_errors=media_errors)
+
+
+def media_errors(method: str, path: str) -> tuple[int, ...]:
+    """Errors beyond the common ones (see web/openapi.py), per operation of the media host."""
+    if path.startswith("/admin/"):
+        return (409,) if method == "POST" else ()
+    if path == "/api/v1/media/files" and method == "POST":
+        return (413,)
+    if path.startswith("/api/v1/media/providers/"):
+        return (402, 413, 429) if method == "POST" else (429,)
+    if path.startswith("/{provider}/{model}"):
+        return (402, 413, 429)
+    if path == "/api/v1/tasks/{task_id}/cancel":
+        return (409,)
+    return ()
 
 
 async def model_docs_page(request: Request, slug: str) -> Response:
-    snapshot = await get_runtime(request).catalog.get()
+    snapshot = await get_services(request).catalog.get()
     for model in snapshot.media:
         if model.slug == slug and model.active and model.published:
-            body = (
-                f"<!doctype html><title>{html.escape(model.slug)}</title>"
-                f"<h1>{html.escape(model.slug)}</h1><p>Type: {html.escape(model.type)}</p>"
-                f"<p>{html.escape(model.description)}</p>"
-            )
-            return HTMLResponse(body)
+            base = get_services(request).settings.effective_public_media_url
+            return HTMLResponse(render_page(model, base))
     raise NotFound(f"no model {slug!r}")

@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts.models import Team
 from modelport.accounts.service import get_team
 from modelport.billing import ledger
-from modelport.money import usd_to_micros
+from modelport.errors import InvalidParameters
+from modelport.money import MAX_TOPUP_USD, MICROS_PER_USD, usd_to_micros
 from modelport.settings import TierSettings
 from modelport.storage.tables import teams
 
@@ -45,9 +46,9 @@ async def topup_team(
     try:
         micros = usd_to_micros(amount_usd)
     except ValueError as exc:
-        from modelport.errors import InvalidParameters
-
         raise InvalidParameters(str(exc), param="amount_usd") from exc
+    if micros > MAX_TOPUP_USD * MICROS_PER_USD:  # checked before any lookup: never near 64 bits
+        raise InvalidParameters(f"a top-up is at most {MAX_TOPUP_USD} USD", param="amount_usd")
     team = await get_team(engine, team_ref)
     await ledger.topup(engine, team.id, micros, note="top-up")
     target = qualifying_tier(tiers, micros)

@@ -1,7 +1,10 @@
 """The interface every wire protocol implements (Chat Completions, Responses, Messages).
 
 A protocol package ``modelport.protocols.<name>`` exposes a module-level ``CODEC`` object satisfying
-`ProtocolCodec`; `modelport.protocols.get_codec(name)` finds it. The same codec serves both directions:
+`ProtocolCodec`; `modelport.protocols.get_codec(name)` finds it. A codec also owns its protocol's wire
+facts (the stream's final and error events, the response id prefix, the upstream endpoint path, what an
+upstream call needs added to its body and headers, the error body shape), so `gateway/` never compares
+protocol names. The same codec serves both directions:
 inbound (client ↔ gateway: `decode_request`, `encode_response`, `stream_encoder`) and outbound
 (gateway ↔ upstream of that kind: `encode_request`, `decode_response`, `stream_decoder`).
 
@@ -12,12 +15,20 @@ bodies are lenient: they skip what they do not understand rather than fail a pai
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any, Protocol
 
 from modelport.core.events import StreamEvent
 from modelport.core.messages import CanonicalRequest
 from modelport.core.response import CanonicalResponse
 from modelport.core.usage import Usage
+
+
+class ProtocolName(StrEnum):
+    OPENAI_CHAT = "openai_chat"
+    OPENAI_RESPONSES = "openai_responses"
+    ANTHROPIC_MESSAGES = "anthropic_messages"
 
 
 class StreamDecoder(Protocol):
@@ -54,8 +65,33 @@ class UsageSniffer(Protocol):
 
 
 class ProtocolCodec(Protocol):
-    #: Protocol name: ``openai_chat``, ``openai_responses`` or ``anthropic_messages``.
-    name: str
+    name: ProtocolName
+    #: Prefix of the ids of responses the gateway makes (``chatcmpl-``, ``resp_``, ``msg_``).
+    response_id_prefix: str
+    #: The endpoint path below an upstream's base URL.
+    upstream_path: str
+    #: Client request headers this protocol's upstreams need (forwarded when the upstream speaks it).
+    forwarded_headers: tuple[str, ...]
+    #: The upstream refuses a request without an output cap (the catalog's default is sent).
+    requires_output_cap: bool
+
+    def is_terminal(self, event: str | None, data: str) -> bool:
+        """This SSE event ends a stream of this protocol (successfully or with an error event)."""
+        ...
+
+    def is_error_event(self, event: str | None, data: str) -> bool:
+        """This SSE event reports an error inside a stream of this protocol."""
+        ...
+
+    def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
+        """Adjust a body about to be sent to an upstream of this protocol, in place. Returns True when the
+        relay must drop a usage-only chunk the client did not ask for (the upstream was asked for usage so
+        the stream can be billed)."""
+        ...
+
+    def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
+        """Protocol headers for an upstream call, from the forwarded client headers."""
+        ...
 
     def decode_request(self, body: dict[str, Any]) -> CanonicalRequest: ...
 
@@ -81,7 +117,14 @@ class ProtocolCodec(Protocol):
     def usage_sniffer(self) -> UsageSniffer: ...
 
     def error_body(
-        self, message: str, type: str, *, code: str | None = None, param: str | None = None
+        self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
     ) -> dict[str, Any]:
-        """A JSON error body in this protocol's shape (for clients of this protocol)."""
+        """A JSON error body in this protocol's shape (for clients of this protocol). `type` is the gateway's
+        (OpenAI-style) error type; a protocol with its own types maps them from the HTTP `status`."""
         ...
+
+
+def openai_error_body(message: str, type: str, *, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    """OpenAI's error shape (Chat Completions and Responses): ``param`` and ``code`` always present, null
+    when unknown, as the real API sends them."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}

@@ -7,6 +7,7 @@ The interface allows inline media as a one-line ``data:<mime>;base64,<payload>``
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from modelport.errors import InvalidParameters
 
@@ -67,3 +68,46 @@ def is_remote_url(value: str) -> bool:
     says is ignored (decoders drop such parts)."""
     head = value[:8].lower()
     return head.startswith("https://") or head.startswith("http://")
+
+
+def inline_data_url(value: str, param: str) -> tuple[str | None, str]:
+    """(media type, base64 payload) of a ``data:`` URL, validated (alphabet, 16 MB); 400 if malformed."""
+    parsed = parse_data_url(value)
+    if parsed is None:
+        raise InvalidParameters(
+            f"Invalid value for '{param}': expected a base64 data: URL (data:<mime>;base64,...).", param=param
+        )
+    media_type, data = parsed
+    check_inline_media(data, param)
+    return media_type, data
+
+
+def refuse_provider_file_id(value: str, param: str) -> None:
+    if is_provider_file_id(value):
+        raise InvalidParameters(
+            f"Invalid value for '{param}': provider file ids ('file-...') are not supported; pass a public "
+            "HTTPS URL or a base64 data: URL.",
+            param=param,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRef:
+    """Where a media part's bytes are: inline (`data`, `media_type`) or at a remote `url`."""
+
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+
+
+def media_reference(value: str, param: str) -> MediaRef | None:
+    """The interface's rules for a media reference (OpenAI protocols' image and file URLs), in order: a
+    ``data:`` URL is inline media (validated); a provider file id is refused (400); an http(s) URL stays a
+    URL; anything else is a local path, ignored (None)."""
+    if value.startswith("data:"):
+        media_type, data = inline_data_url(value, param)
+        return MediaRef(data=data, media_type=media_type)
+    refuse_provider_file_id(value, param)
+    if not is_remote_url(value):
+        return None
+    return MediaRef(url=value)

@@ -7,14 +7,17 @@ from typing import Any, Literal
 
 from modelport.core.parts import InputPart, TextPart
 
-Role = Literal["user", "assistant", "tool"]
+Role = Literal["user", "assistant", "tool", "system"]
 
 
 @dataclass(slots=True, kw_only=True)
 class Message:
     """One conversation turn.
 
-    System/developer instructions are not messages: they live in `CanonicalRequest.system`.
+    System/developer instructions are not messages: they live in `CanonicalRequest.system`. The exception is
+    a `system` turn given in the middle of the conversation (Anthropic's mid-conversation system messages):
+    it keeps its place, and encoders send it as their protocol's equivalent (a Chat `system` message, a
+    Responses `developer` item, Messages' own `system` turn or, failing that, the top-level system prompt).
     Tool results (`ToolResultPart`) appear in `tool` messages (Chat, Responses) or in `user` messages
     (Anthropic puts them there); decoders may emit either and encoders must accept both.
     """

@@ -7,6 +7,8 @@ Conventions (they differ between providers, so each codec converts at its bounda
 - `output_tokens` counts ALL output tokens, including reasoning tokens.
 - `audio_input_tokens`, `video_input_tokens`, `image_input_tokens` and `reasoning_tokens` are
   informational breakdowns, already inside the totals above; they are never billed on top.
+  `reasoning_tokens` is None when the upstream did not say (encoders then leave it out where their
+  protocol allows, rather than claim 0).
 Billing: uncached input × input rate + cache read × read rate + cache write × write rate
 + output × output rate.
 """
@@ -22,7 +24,7 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
+    reasoning_tokens: int | None = None
     audio_input_tokens: int = 0
     video_input_tokens: int = 0
     image_input_tokens: int = 0
@@ -43,7 +45,9 @@ class Usage:
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            reasoning_tokens=None
+            if self.reasoning_tokens is None and other.reasoning_tokens is None
+            else (self.reasoning_tokens or 0) + (other.reasoning_tokens or 0),
             audio_input_tokens=self.audio_input_tokens + other.audio_input_tokens,
             video_input_tokens=self.video_input_tokens + other.video_input_tokens,
             image_input_tokens=self.image_input_tokens + other.image_input_tokens,
@@ -59,3 +63,8 @@ def as_count(value: object) -> int:
     if isinstance(value, float) and value.is_integer():
         return max(0, int(value))
     return 0
+
+
+def as_optional_count(value: object) -> int | None:
+    """A token count the upstream may not report: None when absent or null, else `as_count`."""
+    return None if value is None else as_count(value)

@@ -7,16 +7,19 @@ from typing import Any
 
 from modelport.accounts.auth import AuthContext
 from modelport.catalog_spec import TextModel
-from modelport.core.codec import ProtocolCodec
+from modelport.core.codec import ProtocolCodec, ProtocolName
 from modelport.core.messages import CanonicalRequest
 from modelport.core.usage import Usage
+from modelport.errors import ServiceError
+
+CLIENT_GONE = "client disconnected"
 
 
 @dataclass(slots=True)
 class RequestContext:
     request_id: str
     endpoint: str  # chat.completions | responses | messages
-    protocol: str  # the client's wire protocol
+    protocol: ProtocolName  # the client's wire protocol
     codec: ProtocolCodec
     auth: AuthContext
     body: dict[str, Any]
@@ -38,11 +41,36 @@ class RequestContext:
 class Outcome:
     """How the request ended, for settlement and the request log."""
 
-    status: str  # success | error | cancelled
-    http_status: int
+    status: str = "success"  # success | error | cancelled
+    http_status: int = 200
     usage: Usage | None = None
     error: str | None = None
     # Text produced so far (characters), to estimate output when a stream is abandoned without usage.
     produced_chars: int = 0
     result: Any = None
     deployment: str | None = None
+
+    def fail(self, message: str, http_status: int | None = None) -> None:
+        """The request failed: an error answer, or an error event that ended a committed stream."""
+        self.status, self.error = "error", message
+        if http_status is not None:
+            self.http_status = http_status
+
+    def cancel(self, http_status: int | None = None) -> None:
+        """The client went away; an error already recorded stays the reason."""
+        if self.status == "success":
+            self.status, self.error = "cancelled", CLIENT_GONE
+            if http_status is not None:
+                self.http_status = http_status
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A request refused before it had a context (invalid body or headers, unknown model)."""
+
+    request_id: str
+    auth: AuthContext
+    endpoint: str
+    body: dict[str, Any] | None
+    started_ms: int
+    error: ServiceError

@@ -10,8 +10,17 @@ from modelport.errors import InvalidParameters
 
 SVC_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,128}$")
 
-# Session headers that client tools send on their own; X-Svc-Session-Id takes precedence over them.
-TOOL_SESSION_HEADERS = ("x-claude-code-session-id", "session_id", "x-session-id", "x-session-affinity")
+# Session headers that client tools send on their own, in order of precedence; X-Svc-Session-Id comes
+# before all of them. Listed in docs/api/text-gateway.md.
+TOOL_SESSION_HEADERS = (
+    "x-claude-code-session-id",  # Claude Code
+    "session-id",  # Codex CLI (current releases; also sends `thread-id` with the same value)
+    "session_id",  # Codex CLI (earlier releases)
+    "conversation_id",  # Codex CLI (earlier releases, beside session_id)
+    "x-session-id",  # common gateway convention
+    "x-session-affinity",  # common gateway convention
+    "helicone-session-id",  # Helicone's convention, set by several tools' plugins
+)
 
 
 def check_svc_id(value: str, name: str) -> str:

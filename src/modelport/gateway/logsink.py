@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelport.accounts.auth import AuthContext
 from modelport.core.accumulate import StreamAccumulator
 from modelport.core.usage import Usage
-from modelport.gateway.context import Outcome, RequestContext
+from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.retention import RetentionPolicy
 from modelport.requestlog.writer import RequestLogWriter
@@ -45,29 +44,21 @@ class RequestLogSink:
             )
         )
 
-    def early_error(
-        self,
-        request_id: str,
-        auth: AuthContext,
-        endpoint: str,
-        body: dict[str, Any] | None,
-        started_ms: int,
-        status: int,
-        message: str,
-    ) -> None:
+    def early_error(self, refusal: Refusal) -> None:
         """A request refused before it was routed (bad body, unknown model): logged with what is known."""
+        body, auth, error = refusal.body, refusal.auth, refusal.error
         model = body.get("model") if isinstance(body, dict) else None
         provider, _, name = model.partition("/") if isinstance(model, str) else (UNKNOWN, "", UNKNOWN)
         self._writer.record(
             LogRecord(
-                id=request_id,
+                id=refusal.request_id,
                 team_id=auth.team_id,
-                created_at_ms=started_ms,
+                created_at_ms=refusal.started_ms,
                 status="error",
                 provider=provider or UNKNOWN,
                 model_name=name or provider or UNKNOWN,
-                endpoint=endpoint,
-                error=f"{status}: {message}",
+                endpoint=refusal.endpoint,
+                error=f"{error.status}: {error.text_message}",
                 input=self._retain.payload(body) if auth.log_retention and body is not None else None,
             )
         )

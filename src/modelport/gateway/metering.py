@@ -15,23 +15,43 @@ batches off the hot path.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
-from modelport.accounts.auth import AuthContext
 from modelport.billing.credit import Allocation, CreditBook
 from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens, estimated_usage
 from modelport.core.usage import Usage
-from modelport.errors import InsufficientQuota, RequestLimited, ServiceError
-from modelport.gateway.context import Outcome, RequestContext
+from modelport.errors import InsufficientQuota, RequestLimited
+from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.gateway.logsink import RequestLogSink
+from modelport.metrics import SPEND, TEXT_OUTCOMES, TOKENS
 from modelport.money import micros_to_usd
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
+from modelport.services import ServiceKey
 from modelport.settings import Settings
 
 log = logging.getLogger("modelport.metering")
 
 LEASE_TTL_SECONDS = 15 * 60
+METERING: ServiceKey[Metering] = ServiceKey("metering")
+
+
+def billed_usage(ctx: RequestContext, outcome: Outcome) -> Usage | None:
+    """What a request is billed for. A stream abandoned or cut (client gone, upstream broken, shutdown) is
+    billed the larger of the upstream's last cumulative usage and what was counted from the relayed
+    stream: the last usage seen may be a placeholder (Anthropic's `message_start` says 1 output token)."""
+    usage = outcome.usage
+    if outcome.status == "success" or not outcome.produced_chars:
+        return usage
+    counted = max(1, outcome.produced_chars // CHARS_PER_TOKEN)
+    if usage is None:
+        return Usage(input_tokens=estimate_input_tokens(ctx.canonical), output_tokens=counted)
+    if usage.output_tokens >= counted:
+        return usage
+    return dataclasses.replace(
+        usage, output_tokens=counted, input_tokens=usage.input_tokens or estimate_input_tokens(ctx.canonical)
+    )
 
 
 class Metering:
@@ -94,14 +114,9 @@ class Metering:
         self._allocations[ctx.request_id] = allocation
 
     def finish(self, ctx: RequestContext, outcome: Outcome) -> None:
-        usage = outcome.usage
-        if usage is None and outcome.status == "cancelled" and outcome.produced_chars:
-            # Abandoned before the upstream reported usage: bill what it produced, counted from the stream.
-            usage = Usage(
-                input_tokens=estimate_input_tokens(ctx.canonical),
-                output_tokens=max(1, outcome.produced_chars // CHARS_PER_TOKEN),
-            )
+        usage = billed_usage(ctx, outcome)
         cost = cost_micros(usage, ctx.model.prices) if usage is not None else 0
+        _record(ctx.model.id, outcome.status, usage, cost)
         # Non-streaming responses are built after this runs, so they carry the cost; streams cannot.
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
         allocation = self._allocations.pop(ctx.request_id, None)
@@ -113,17 +128,9 @@ class Metering:
         if self.log_sink is not None:
             self.log_sink(ctx, outcome, usage, cost)
 
-    def refuse(
-        self,
-        request_id: str,
-        auth: AuthContext,
-        endpoint: str,
-        body: dict[str, Any] | None,
-        started_ms: int,
-        error: ServiceError,
-    ) -> None:
+    def refuse(self, refusal: Refusal) -> None:
         if self.log_sink is not None:
-            self.log_sink.early_error(request_id, auth, endpoint, body, started_ms, error.status, error.text_message)
+            self.log_sink.early_error(refusal)
 
     def _log_refusal(self, ctx: RequestContext, status: int, message: str) -> None:
         if self.log_sink is not None:
@@ -144,6 +151,15 @@ class Metering:
         if not task.cancelled() and task.exception() is not None:
             log.warning("releasing a concurrency lease failed: %s", task.exception())
 
-    async def drain(self) -> None:
+    async def aclose(self) -> None:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+
+
+def _record(model: str, status: str, usage: Usage | None, cost: int) -> None:
+    TEXT_OUTCOMES.labels(model, status).inc()
+    if usage is not None:
+        TOKENS.labels(model, "input").inc(max(0, usage.input_tokens))
+        TOKENS.labels(model, "output").inc(max(0, usage.output_tokens))
+    if cost > 0:
+        SPEND.labels(model).inc(cost / 1_000_000)

@@ -1,8 +1,10 @@
-"""`GET /v1/models`: the text models the caller's team may use.
+"""`GET /v1/models` and `GET /v1/models/{model_id}`: the text models the caller's team may use.
 
 The body serves both official SDKs: OpenAI's `{object: list, data: [{id, object: model, created,
 owned_by}]}` and Anthropic's `{data: [{id, type: model, display_name, created_at}], has_more, first_id,
-last_id}` at once.
+last_id}` at once. Each entry also carries the limits clients size their context with: `context_window`
+and `max_output_tokens`, and the same as Anthropic's Models API names them (`max_input_tokens`,
+`max_tokens`); null when the catalog does not say.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
-from modelport.apps.deps import get_runtime, text_auth
-from modelport.apps.envelope import JSONBytesResponse
 from modelport.catalog_spec import TextModel
-from modelport.gateway.query_limit import enforce_query_limit
+from modelport.errors import NotFound
+from modelport.gateway.openapi_docs import MODEL_LIST, MODEL_OBJECT
+from modelport.web.deps import get_services, text_auth
+from modelport.web.envelope import JSONBytesResponse
+from modelport.web.query_limit import enforce_query_limit
 
 router = APIRouter(tags=["models"])
 
@@ -37,13 +41,22 @@ def model_entry(model: TextModel) -> dict[str, Any]:
         "type": "model",
         "display_name": model.display_name or model.id,
         "created_at": created_at,
+        "lifecycle": "active",
+        "context_window": model.context_window,
+        "max_output_tokens": model.max_output_tokens,
+        "max_input_tokens": model.context_window,
+        "max_tokens": model.max_output_tokens,
     }
 
 
-@router.get("/v1/models", summary="List the text models this key's team may use")
+@router.get(
+    "/v1/models",
+    summary="List the text models this key's team may use",
+    responses={200: {"description": "The models", "content": {"application/json": {"schema": MODEL_LIST}}}},
+)
 async def list_models(request: Request, auth: AuthContext = Depends(text_auth)) -> Response:
     headers = await enforce_query_limit(request, auth)
-    snapshot = await get_runtime(request).catalog.get()
+    snapshot = await get_services(request).catalog.get()
     seen: set[str] = set()
     data = []
     for model in snapshot.text.values():
@@ -58,3 +71,24 @@ async def list_models(request: Request, auth: AuthContext = Depends(text_auth)) 
         "last_id": data[-1]["id"] if data else None,
     }
     return JSONBytesResponse(body, headers=headers)
+
+
+@router.get(
+    "/v1/models/{model_id:path}",
+    summary="One text model this key's team may use (ids contain a slash: `provider/name`)",
+    responses={
+        200: {"description": "The model", "content": {"application/json": {"schema": MODEL_OBJECT}}},
+        404: {"description": "Unknown model, or not available to this key"},
+    },
+)
+async def get_model(model_id: str, request: Request, auth: AuthContext = Depends(text_auth)) -> Response:
+    headers = await enforce_query_limit(request, auth)
+    snapshot = await get_services(request).catalog.get()
+    model = snapshot.text.get(model_id)
+    if model is None or not team_may_use(model, auth):
+        raise NotFound(
+            f"The model '{model_id}' does not exist or is not available to this key",
+            code="model_not_found",
+            param="model",
+        )
+    return JSONBytesResponse(model_entry(model), headers=headers)

@@ -14,45 +14,49 @@ from modelport.core.media import INLINE_MEDIA_MAX_BYTES
 from modelport.core.messages import CanonicalRequest
 from modelport.core.parts import FilePart, ImagePart, ToolResultPart
 from modelport.errors import InvalidParameters
-from modelport.media.files.binding import resolve_download_url
-from modelport.runtime import Runtime
+from modelport.media.files.service import FilesService
 
 
-async def _inline(runtime: Runtime, url: str) -> tuple[str, str] | None:
-    """(base64 data, MIME type) of our own file at `url`, or None if the URL is not ours."""
-    resolved = await resolve_download_url(runtime, url)
-    if resolved is None:
-        return None
-    if resolved.size_bytes > INLINE_MEDIA_MAX_BYTES:
-        aclose = getattr(resolved.chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
-        raise InvalidParameters(f"media file {resolved.name!r} is over the 16 MB inline limit")
-    data = b"".join([chunk async for chunk in resolved.chunks])
-    return base64.b64encode(data).decode("ascii"), resolved.mime_type
+class OwnMedia:
+    """Inlines parts that point at this deployment's own `download_url`s."""
 
+    def __init__(self, files: FilesService, public_base_url: str) -> None:
+        self._files = files
+        self._base = public_base_url
 
-async def inline_own_files(runtime: Runtime, request: CanonicalRequest) -> bool:
-    """Rewrite parts that reference our own files in place; True if anything changed."""
-    base = runtime.settings.effective_public_media_url
-    changed = False
+    async def _inline(self, url: str) -> tuple[str, str] | None:
+        """(base64 data, MIME type) of our own file at `url`, or None if the URL is not ours."""
+        resolved = await self._files.resolve(url)
+        if resolved is None:
+            return None
+        if resolved.size_bytes > INLINE_MEDIA_MAX_BYTES:
+            aclose = getattr(resolved.chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            raise InvalidParameters(f"media file {resolved.name!r} is over the 16 MB inline limit")
+        data = b"".join([chunk async for chunk in resolved.chunks])
+        return base64.b64encode(data).decode("ascii"), resolved.mime_type
 
-    async def rewrite(part: ImagePart | FilePart) -> ImagePart | FilePart:
-        nonlocal changed
-        if not part.url or not part.url.startswith(base):
-            return part
-        found = await _inline(runtime, part.url)
-        if found is None:
-            return part
-        changed = True
-        data, mime = found
-        return dataclasses.replace(part, url=None, data=data, media_type=mime)
+    async def inline(self, request: CanonicalRequest) -> bool:
+        """Rewrite parts that reference our own files in place; True if anything changed."""
+        changed = False
 
-    for message in request.messages:
-        for i, part in enumerate(message.parts):
-            if isinstance(part, ImagePart | FilePart):
-                message.parts[i] = await rewrite(part)
-            elif isinstance(part, ToolResultPart) and not isinstance(part.content, str):
-                content = tuple([await rewrite(p) if isinstance(p, ImagePart) else p for p in part.content])
-                message.parts[i] = dataclasses.replace(part, content=content)  # type: ignore[arg-type]
-    return changed
+        async def rewrite(part: ImagePart | FilePart) -> ImagePart | FilePart:
+            nonlocal changed
+            if not part.url or not part.url.startswith(self._base):
+                return part
+            found = await self._inline(part.url)
+            if found is None:
+                return part
+            changed = True
+            data, mime = found
+            return dataclasses.replace(part, url=None, data=data, media_type=mime)
+
+        for message in request.messages:
+            for i, part in enumerate(message.parts):
+                if isinstance(part, ImagePart | FilePart):
+                    message.parts[i] = await rewrite(part)
+                elif isinstance(part, ToolResultPart) and not isinstance(part.content, str):
+                    content = tuple([await rewrite(p) if isinstance(p, ImagePart) else p for p in part.content])
+                    message.parts[i] = dataclasses.replace(part, content=content)  # type: ignore[arg-type]
+        return changed

@@ -1,6 +1,8 @@
-"""The text request flow, top to bottom: auth → validate → limits/hold → route → call → respond → settle/log.
+"""The text request flow, top to bottom: auth → validate → model → limits/hold → own media → route → call →
+respond → settle/log.
 
-See DESIGN.md §3. Each step lives in its own module; this one only orders them.
+See DESIGN.md §3 and docs/architecture.md. Each step lives in its own module; this one only orders them,
+cheapest refusals first.
 """
 
 from __future__ import annotations
@@ -14,28 +16,33 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
 from modelport.accounts.auth import AuthContext
-from modelport.apps.deps import text_auth
-from modelport.apps.envelope import JSONBytesResponse
+from modelport.catalog import CatalogStore
 from modelport.catalog_spec import TextModel
 from modelport.clock import now_ms
+from modelport.core.codec import ProtocolName
+from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, PayloadTooLarge, ServiceError
 from modelport.gateway.accounting import Accounting
-from modelport.gateway.context import Outcome, RequestContext
+from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.gateway.headers import session_id, svc_user_id
+from modelport.gateway.live_streams import LiveStreams
 from modelport.gateway.models_route import team_may_use
-from modelport.gateway.own_media import inline_own_files
+from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
 from modelport.gateway.upstream_call import UpstreamCaller
-from modelport.protocols import get_codec
-from modelport.runtime import Runtime
+from modelport.protocols import CODECS, get_codec
+from modelport.services import ServiceKey
+from modelport.upstreams.transport import UpstreamReply
+from modelport.web.deps import text_auth
 
 T = TypeVar("T")
 
 # Inline media may be 16 MB (about 21.4 MB as base64) and a conversation carries more than one part.
 MAX_BODY_BYTES = 64 * 1024 * 1024
-FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
-RESPONSE_ID_PREFIX = {"openai_chat": "chatcmpl-", "openai_responses": "resp_", "anthropic_messages": "msg_"}
+# Client headers some upstream protocol needs (each codec names its own).
+FORWARDED_HEADERS = tuple(dict.fromkeys(h for codec in CODECS.values() for h in codec.forwarded_headers))
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+TEXT_GATEWAY: ServiceKey[TextGateway] = ServiceKey("text gateway")
 
 
 class ClientGone(ClientDisconnect):
@@ -55,14 +62,20 @@ async def read_json_body(request: Request) -> dict[str, Any]:
         raise InvalidParameters(f"the request body is not valid JSON: {exc.msg}") from exc
     if not isinstance(body, dict):
         raise InvalidParameters("the request body must be a JSON object")
+    if nests_deeper_than(raw, body):
+        raise InvalidParameters(f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
     return body
 
 
 class TextGateway:
-    def __init__(self, runtime: Runtime, caller: UpstreamCaller, accounting: Accounting) -> None:
-        self.runtime = runtime
+    def __init__(
+        self, catalog: CatalogStore, caller: UpstreamCaller, accounting: Accounting, own_media: OwnMedia
+    ) -> None:
+        self.catalog = catalog
+        self.own_media = own_media
         self.caller = caller
         self.accounting = accounting
+        self.live_streams = LiveStreams()
 
     async def resolve_model(self, model_id: str, ctx_auth: Any) -> TextModel:
         if "/" not in model_id:
@@ -71,7 +84,7 @@ class TextGateway:
                 code="model_not_found",
                 param="model",
             )
-        snapshot = await self.runtime.catalog.get()
+        snapshot = await self.catalog.get()
         model = snapshot.text.get(model_id)
         if model is None or not team_may_use(model, ctx_auth):
             raise NotFound(
@@ -81,7 +94,7 @@ class TextGateway:
             )
         return model
 
-    async def handle(self, request: Request, endpoint: str, protocol: str) -> Response:
+    async def handle(self, request: Request, endpoint: str, protocol: ProtocolName) -> Response:
         auth = await text_auth(request)
         started_ms = now_ms()
         body: dict[str, Any] | None = None
@@ -90,19 +103,24 @@ class TextGateway:
             ctx = await self._context(request, endpoint, protocol, auth, body, started_ms)
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
-            self.accounting.refuse(request.state.request_id, auth, endpoint, body, started_ms, exc)
+            self.accounting.refuse(Refusal(request.state.request_id, auth, endpoint, body, started_ms, exc))
             raise
         return await self._run(request, ctx)
 
     async def _context(
-        self, request: Request, endpoint: str, protocol: str, auth: AuthContext, body: dict[str, Any], started_ms: int
+        self,
+        request: Request,
+        endpoint: str,
+        protocol: ProtocolName,
+        auth: AuthContext,
+        body: dict[str, Any],
+        started_ms: int,
     ) -> RequestContext:
         user_id = svc_user_id(request.headers)
         session = session_id(request.headers)
         codec = get_codec(protocol)
         canonical = codec.decode_request(body)
         model = await self.resolve_model(canonical.model, auth)
-        rewritten = await inline_own_files(self.runtime, canonical)
         return RequestContext(
             request_id=request.state.request_id,
             endpoint=endpoint,
@@ -117,36 +135,35 @@ class TextGateway:
             svc_user_id=user_id,
             headers={h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers},
             started_ms=started_ms,
-            rewritten=rewritten,
         )
 
     async def _run(self, request: Request, ctx: RequestContext) -> Response:
+        # Cheap refusals first: limits and balance before reading any of our own media from storage.
         await self.accounting.admit(ctx)
+        outcome = Outcome()
+        ending = _Ending(self, ctx, outcome)
         try:
+            ctx.rewritten = await self.own_media.inline(ctx.canonical)
             # Until the upstream answers (the whole body, when not streaming) a hang-up cancels the call.
             call = await _until_disconnect(request, self.caller.open(ctx))
         except ServiceError as exc:
-            self.accounting.finish(ctx, Outcome("error", exc.status, error=exc.text_message))
+            outcome.fail(exc.text_message, exc.status)
+            ending()
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             raise
         except BaseException:
-            self.accounting.finish(ctx, Outcome("cancelled", 499, error="client disconnected"))
+            outcome.cancel(499)
+            ending()
             raise
-        response_id = RESPONSE_ID_PREFIX[ctx.protocol] + ctx.request_id.removeprefix("req_")
-        outcome = Outcome("success", 200, deployment=call.candidate.key)
+        response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
+        outcome.deployment = call.candidate.key
         if ctx.stream:
-            finished = False
-
-            def finish() -> None:
-                nonlocal finished
-                if not finished:
-                    finished = True
-                    self.accounting.finish(ctx, outcome)
-
+            ending.stream = call.reply
+            self.live_streams.add(call.reply)
             stream = (
-                fast_stream(ctx, call, outcome, finish)
+                fast_stream(ctx, call, outcome, ending)
                 if call.fast
-                else translated_stream(ctx, call, response_id, outcome, finish)
+                else translated_stream(ctx, call, response_id, outcome, ending)
             )
             return StreamingResponse(
                 stream, media_type="text/event-stream", headers={**SSE_HEADERS, **ctx.extra_response_headers}
@@ -159,16 +176,37 @@ class TextGateway:
                 else translated_body(ctx, call, payload, response_id, outcome)
             )
         except ClientGone:
-            outcome.status, outcome.http_status, outcome.error = "cancelled", 499, "client disconnected"
+            outcome.cancel(499)
             raise
         except ServiceError as exc:
-            outcome.status, outcome.http_status, outcome.error = "error", exc.status, exc.text_message
+            outcome.fail(exc.text_message, exc.status)
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             raise
         finally:
             await call.reply.release()
-            self.accounting.finish(ctx, outcome)
+            ending()
         return Response(content, media_type="application/json", headers=ctx.extra_response_headers)
+
+
+class _Ending:
+    """The end of one request, reported to accounting exactly once whichever way it ends."""
+
+    __slots__ = ("_ctx", "_done", "_gateway", "_outcome", "stream")
+
+    def __init__(self, gateway: TextGateway, ctx: RequestContext, outcome: Outcome) -> None:
+        self._gateway = gateway
+        self._ctx = ctx
+        self._outcome = outcome
+        self._done = False
+        self.stream: UpstreamReply | None = None  # a live stream, tracked until it ends
+
+    def __call__(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        if self.stream is not None:
+            self._gateway.live_streams.discard(self.stream)
+        self._gateway.accounting.finish(self._ctx, self._outcome)
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T:
@@ -201,7 +239,3 @@ async def _wait_disconnect(request: Request) -> None:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             return
-
-
-def error_response(exc: ServiceError) -> Response:
-    return JSONBytesResponse(exc.text_body(), status_code=exc.status, headers=exc.headers or None)

@@ -1,7 +1,8 @@
 """Answering the client once the upstream has answered 200: whole bodies and SSE streams.
 
 Fast path (same protocol): upstream SSE events are relayed one by one as they arrive, unchanged but for
-a Chat usage chunk the client did not ask for; usage is read on the side. Translated path: upstream
+the `model` they name (the client's id, `model_name.py`) and a Chat usage chunk the client did not ask
+for; usage is read on the side. Translated path: upstream
 events are decoded to the canonical stream and encoded in the client's protocol. Either way a stream that
 breaks, or ends without its protocol's final event, is closed with the client protocol's error event.
 """
@@ -9,16 +10,25 @@ breaks, or ends without its protocol's final event, is closed with the client pr
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
 
 from modelport.core.accumulate import StreamAccumulator
-from modelport.core.events import StreamError, TextDelta, UsageUpdate
+from modelport.core.events import (
+    ReasoningDelta,
+    RefusalDelta,
+    StreamError,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+)
 from modelport.core.response import CanonicalResponse
 from modelport.core.sse import SSEParser
 from modelport.errors import UpstreamError
 from modelport.gateway.context import Outcome, RequestContext
+from modelport.gateway.model_name import ModelNamer
 from modelport.gateway.upstream_call import OpenCall
 from modelport.upstreams.transport import UpstreamStreamBroken
 
@@ -30,26 +40,6 @@ def sse_frame(event: str | None, data: str) -> bytes:
     return f"{head}data: {data}\n\n".encode()
 
 
-def _terminal(protocol: str, event: str | None, data: str) -> bool:
-    if protocol == "openai_chat":
-        return data.strip() == "[DONE]"
-    if protocol == "anthropic_messages":
-        return event in ("message_stop", "error")
-    kind = event
-    if kind is None and '"type"' in data:
-        try:
-            kind = orjson.loads(data).get("type")
-        except orjson.JSONDecodeError:
-            kind = None
-    return kind in ("response.completed", "response.incomplete", "response.failed", "error")
-
-
-def _is_error_event(protocol: str, event: str | None, data: str) -> bool:
-    if protocol == "openai_chat":
-        return data.startswith('{"error"')
-    return event in ("error", "response.failed")
-
-
 def _is_usage_only_chunk(data: str) -> bool:
     if '"usage"' not in data or '"choices"' not in data:
         return False
@@ -58,6 +48,34 @@ def _is_usage_only_chunk(data: str) -> bool:
     except orjson.JSONDecodeError:
         return False
     return isinstance(chunk, dict) and chunk.get("choices") == [] and chunk.get("usage") is not None
+
+
+@asynccontextmanager
+async def _relaying(call: OpenCall, outcome: Outcome, finish: Callable[[], None]) -> AsyncIterator[None]:
+    """The shared end of both stream relays: leaving by an exception (the client hung up) marks the request
+    cancelled unless an error is recorded already; the upstream reply is released and the request
+    finished, however the stream ends."""
+    try:
+        yield
+    except BaseException:
+        outcome.cancel()
+        raise
+    finally:
+        await call.reply.release()
+        finish()
+
+
+def _cut(call: OpenCall, outcome: Outcome) -> str:
+    """The stream ended without its protocol's final event: record why, for the client's error event."""
+    message = call.reply.cut_reason or STREAM_BROKEN_MESSAGE
+    outcome.fail(message)
+    return message
+
+
+def _ends_well(call: OpenCall, event: str | None, data: str) -> bool:
+    """The upstream's final event, other than an error event (a translated stream closes normally after it)."""
+    upstream = call.upstream_codec
+    return upstream.is_terminal(event, data) and not upstream.is_error_event(event, data)
 
 
 class _Keeper:
@@ -76,7 +94,7 @@ class _Keeper:
 
 
 def fast_body(ctx: RequestContext, call: OpenCall, payload: bytes, outcome: Outcome) -> bytes:
-    """The upstream body as is; usage read from it."""
+    """The upstream body as is but for `model` (the client's id); usage read from it."""
     try:
         parsed: Any = orjson.loads(payload)
     except orjson.JSONDecodeError as exc:
@@ -84,7 +102,7 @@ def fast_body(ctx: RequestContext, call: OpenCall, payload: bytes, outcome: Outc
     if isinstance(parsed, dict):
         outcome.usage = ctx.codec.usage_from_body(parsed)
         outcome.result = parsed
-    return payload
+    return ModelNamer(ctx.canonical.model).body(payload, parsed)
 
 
 def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, response_id: str, outcome: Outcome) -> bytes:
@@ -111,45 +129,40 @@ async def fast_stream(
 ) -> AsyncIterator[bytes]:
     parser = SSEParser()
     sniffer = ctx.codec.usage_sniffer()
-    protocol = ctx.protocol
+    namer = ModelNamer(ctx.canonical.model)
+    codec = ctx.codec
     done = False
     assert call.reply.chunks is not None
     # Only teams that keep payloads pay for decoding the relayed stream on the side.
     keeper = _Keeper(ctx) if ctx.auth.log_retention else None
-    try:
+    async with _relaying(call, outcome, finish):
         try:
-            async for chunk in call.reply.chunks:
-                out: list[bytes] = []
-                for sse in parser.feed(chunk):
-                    sniffer.feed(sse.event, sse.data)
-                    if keeper is not None:
-                        keeper.feed(sse.event, sse.data)
-                    if _terminal(protocol, sse.event, sse.data):
-                        done = True
-                    if _is_error_event(protocol, sse.event, sse.data):
-                        outcome.status, outcome.error = "error", "upstream error event in stream"
-                    if call.strip_usage_chunk and _is_usage_only_chunk(sse.data):
-                        continue
-                    outcome.produced_chars += 4  # ~1 token per streamed delta (see Outcome)
-                    out.append(sse_frame(sse.event, sse.data))
-                if out:
-                    yield b"".join(out)
-        except UpstreamStreamBroken:
-            done = False
-        if not done:
-            outcome.status, outcome.error = "error", STREAM_BROKEN_MESSAGE
-            encoder = ctx.codec.stream_encoder(ctx.canonical.model, ctx.request_id, False)
-            yield encoder.error(STREAM_BROKEN_MESSAGE)
-    except BaseException:
-        if outcome.status == "success":
-            outcome.status, outcome.error = "cancelled", "client disconnected"
-        raise
-    finally:
-        outcome.usage = sniffer.usage
-        if keeper is not None:
-            outcome.result = keeper.accumulator
-        await call.reply.release()
-        finish()
+            try:
+                async for chunk in call.reply.chunks:
+                    out: list[bytes] = []
+                    for sse in parser.feed(chunk):
+                        sniffer.feed(sse.event, sse.data)
+                        if keeper is not None:
+                            keeper.feed(sse.event, sse.data)
+                        if codec.is_terminal(sse.event, sse.data):
+                            done = True
+                        if codec.is_error_event(sse.event, sse.data):
+                            outcome.fail("upstream error event in stream")
+                        if call.strip_usage_chunk and _is_usage_only_chunk(sse.data):
+                            continue
+                        outcome.produced_chars += 4  # ~1 token per streamed delta (see Outcome)
+                        out.append(sse_frame(sse.event, namer.event(sse.data)))
+                    if out:
+                        yield b"".join(out)
+            except UpstreamStreamBroken:
+                done = False
+            if not done:
+                encoder = ctx.codec.stream_encoder(ctx.canonical.model, ctx.request_id, False)
+                yield encoder.error(_cut(call, outcome))
+        finally:
+            outcome.usage = sniffer.usage
+            if keeper is not None:
+                outcome.result = keeper.accumulator
 
 
 async def translated_stream(
@@ -169,46 +182,37 @@ async def translated_stream(
         out: list[bytes] = []
         for event in events:
             accumulator.feed(event)
-            if isinstance(event, TextDelta):
-                outcome.produced_chars += len(event.text)
+            if isinstance(event, TextDelta | RefusalDelta | ReasoningDelta):
+                outcome.produced_chars += len(event.text)  # all output is billed, not only the answer text
+            elif isinstance(event, ToolCallDelta):
+                outcome.produced_chars += len(event.arguments)
             elif isinstance(event, UsageUpdate):
                 outcome.usage = event.usage
             elif isinstance(event, StreamError):
-                outcome.status, outcome.error = "error", event.message
+                outcome.fail(event.message)
                 done = True
                 out.append(encoder.error(event.message, event.type))
                 return b"".join(out)
             out.append(encoder.encode(event))
         return b"".join(out)
 
-    try:
+    async with _relaying(call, outcome, finish):
         try:
-            async for chunk in call.reply.chunks:
-                for sse in parser.feed(chunk):
-                    if _terminal(call.upstream_protocol, sse.event, sse.data) and not _is_error_event(
-                        call.upstream_protocol, sse.event, sse.data
-                    ):
-                        done = True
-                    data = encode_all(decoder.feed(sse.event, sse.data))
-                    if data:
-                        yield data
-                    if outcome.status == "error":
-                        return
-            tail = encode_all(decoder.close())
-            if tail:
-                yield tail
-        except UpstreamStreamBroken:
-            done = False
-        if done:
-            yield encoder.close()
-        else:
-            outcome.status, outcome.error = "error", STREAM_BROKEN_MESSAGE
-            yield encoder.error(STREAM_BROKEN_MESSAGE)
-    except BaseException:
-        if outcome.status == "success":
-            outcome.status, outcome.error = "cancelled", "client disconnected"
-        raise
-    finally:
-        outcome.result = accumulator
-        await call.reply.release()
-        finish()
+            try:
+                async for chunk in call.reply.chunks:
+                    for sse in parser.feed(chunk):
+                        if _ends_well(call, sse.event, sse.data):
+                            done = True
+                        data = encode_all(decoder.feed(sse.event, sse.data))
+                        if data:
+                            yield data
+                        if outcome.status == "error":
+                            return
+                tail = encode_all(decoder.close())
+                if tail:
+                    yield tail
+            except UpstreamStreamBroken:
+                done = False
+            yield encoder.close() if done else encoder.error(_cut(call, outcome))
+        finally:
+            outcome.result = accumulator

@@ -1,14 +1,18 @@
-"""The three protocol endpoints of the text gateway. Routes only: the work is in `pipeline`."""
+"""The protocol endpoints of the text gateway, declared from `protocol_routes`. The work is in `pipeline`."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from modelport.gateway.pipeline import TextGateway
+from modelport.gateway.openapi_docs import request_body, success_response
+from modelport.gateway.pipeline import TEXT_GATEWAY, TextGateway
+from modelport.gateway.protocol_routes import PROTOCOL_ROUTES, ProtocolRoute
+from modelport.web.deps import get_services
 
 router = APIRouter(tags=["text"])
 
@@ -25,44 +29,22 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _body_doc(ref: str) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {"type": "object", "description": f"A {ref} request body of the published protocol."}
-                }
-            },
-        }
-    }
+def _handler(route: ProtocolRoute) -> Callable[[Request], Awaitable[Response]]:
+    async def handle(request: Request) -> Response:
+        # Normally answered by the ASGI dispatch in front of the router; kept so the route is complete.
+        gateway: TextGateway = get_services(request)[TEXT_GATEWAY]
+        return await gateway.handle(request, route.endpoint, route.protocol)
+
+    return handle
 
 
-def _gateway(request: Request) -> TextGateway:
-    gateway: TextGateway = request.app.state.gateway
-    return gateway
-
-
-@router.post(
-    "/v1/chat/completions",
-    summary="OpenAI Chat Completions",
-    responses=_ERRORS,
-    openapi_extra=_body_doc("Chat Completions"),
-)
-async def chat_completions(request: Request) -> Response:
-    return await _gateway(request).handle(request, "chat.completions", "openai_chat")
-
-
-@router.post("/v1/responses", summary="OpenAI Responses", responses=_ERRORS, openapi_extra=_body_doc("Responses"))
-async def responses(request: Request) -> Response:
-    return await _gateway(request).handle(request, "responses", "openai_responses")
-
-
-@router.post(
-    "/v1/messages",
-    summary="Anthropic Messages (also with ?beta=true)",
-    responses=_ERRORS,
-    openapi_extra=_body_doc("Messages"),
-)
-async def messages(request: Request) -> Response:
-    return await _gateway(request).handle(request, "messages", "anthropic_messages")
+for _route in PROTOCOL_ROUTES:
+    router.add_api_route(
+        _route.path,
+        _handler(_route),
+        methods=["POST"],
+        name=_route.name,
+        summary=_route.summary,
+        responses={**_ERRORS, 200: success_response(_route.path)},
+        openapi_extra=request_body(_route.path),
+    )

@@ -8,11 +8,12 @@ others get the request translated from the canonical form.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from modelport.catalog_spec import Deployment
-from modelport.core.codec import ProtocolCodec
+from modelport.core.codec import ProtocolCodec, ProtocolName
 from modelport.errors import ModelUnavailable
 from modelport.gateway.context import RequestContext
 from modelport.gateway.routing import Candidate, DeploymentRouter
@@ -22,8 +23,9 @@ from modelport.gateway.upstream_errors import (
     is_deployment_fault,
     is_retryable,
 )
+from modelport.metrics import UPSTREAM_ERRORS, UPSTREAM_REQUESTS, UPSTREAM_TTFB, deployment_label, provider_of
 from modelport.protocols import get_codec
-from modelport.upstreams.kinds import ANTHROPIC_DEFAULT_VERSION, auth_headers, protocol_of
+from modelport.upstreams.kinds import OUTPUT_CAP_FIELD, auth_headers, protocol_of
 from modelport.upstreams.pool import UpstreamPool
 from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
 
@@ -32,7 +34,7 @@ from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
 class OpenCall:
     candidate: Candidate
     fast: bool
-    upstream_protocol: str
+    upstream_protocol: ProtocolName
     upstream_codec: ProtocolCodec
     reply: UpstreamReply
     # The client asked for no usage chunk but we asked the upstream for one (Chat streams): drop it.
@@ -45,6 +47,10 @@ def _retry_after(reply: UpstreamReply) -> float | None:
         return float(value) if value else None
     except ValueError:
         return None
+
+
+def _error_kind(status: int) -> str:
+    return "rate_limited" if status == 429 else "server_error" if status >= 500 else "client_error"
 
 
 class UpstreamCaller:
@@ -64,18 +70,27 @@ class UpstreamCaller:
         for candidate in usable:
             deployment = candidate.deployment
             up_protocol = protocol_of(deployment)
+            codec = get_codec(up_protocol)
             fast = up_protocol == ctx.protocol and not ctx.rewritten
-            body, strip_usage = self._body(ctx, deployment, up_protocol, fast)
-            headers = self._headers(ctx, deployment, up_protocol)
+            body, strip_usage = self._body(ctx, deployment, codec, fast)
+            headers = self._headers(ctx, deployment, codec)
+            labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key))
+            sent = time.perf_counter()
             try:
                 reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream)
             except UpstreamUnreachable:
+                UPSTREAM_REQUESTS.labels(*labels, "0").inc()
+                UPSTREAM_ERRORS.labels(*labels, "unreachable").inc()
                 self.router.fail(candidate, rate_limited=False)
                 last_status = None
                 continue
+            UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
+            UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
+            if reply.status != 200:
+                UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
             if reply.status == 200:
                 self.router.succeed(candidate)
-                return OpenCall(candidate, fast, up_protocol, get_codec(up_protocol), reply, strip_usage)
+                return OpenCall(candidate, fast, up_protocol, codec, reply, strip_usage)
             payload = await reply.read_all()
             await reply.release()
             if is_retryable(reply.status) or is_deployment_fault(reply.status, payload):
@@ -86,35 +101,28 @@ class UpstreamCaller:
         raise exhausted_error(last_status, self.router.retry_after(candidates))
 
     def _body(
-        self, ctx: RequestContext, deployment: Deployment, up_protocol: str, fast: bool
+        self, ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, fast: bool
     ) -> tuple[dict[str, Any], bool]:
+        # The balance hold was sized on the model's default output cap when the client set none: send that
+        # cap to every upstream kind, so an answer cannot run far past the hold (docs: overdraw bound).
+        default_cap = ctx.model.default_max_output_tokens
         if fast:
             body = dict(ctx.body)
             body["model"] = deployment.model
+            if ctx.canonical.max_output_tokens is None and default_cap:
+                body[OUTPUT_CAP_FIELD[deployment.kind]] = default_cap
         else:
             canonical = ctx.canonical
-            if canonical.max_output_tokens is None and up_protocol == "anthropic_messages":
-                # Messages requires a cap; use the catalog's default for the model.
-                canonical = dataclasses.replace(canonical, max_output_tokens=ctx.model.default_max_output_tokens)
-            body = get_codec(up_protocol).encode_request(canonical, deployment.model)
+            if canonical.max_output_tokens is None and default_cap:
+                canonical = dataclasses.replace(canonical, max_output_tokens=default_cap)
+            body = codec.encode_request(canonical, deployment.model)
             body["stream"] = ctx.stream
-        strip_usage = False
-        if ctx.stream and up_protocol == "openai_chat":
-            # Always ask for usage so the stream can be billed; hide it if the client did not ask.
-            options = dict(body.get("stream_options") or {})
-            strip_usage = fast and not options.get("include_usage")
-            options["include_usage"] = True
-            body["stream_options"] = options
-        elif not ctx.stream:
-            body.pop("stream_options", None)
+        strip_usage = codec.prepare_upstream_body(body, stream=ctx.stream, fast=fast)
         return body, strip_usage
 
-    def _headers(self, ctx: RequestContext, deployment: Deployment, up_protocol: str) -> dict[str, str]:
+    def _headers(self, ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec) -> dict[str, str]:
         headers = {**deployment.headers, **auth_headers(deployment, self.pool.api_key(deployment))}
-        if up_protocol == "anthropic_messages":
-            headers["anthropic-version"] = ctx.headers.get("anthropic-version", ANTHROPIC_DEFAULT_VERSION)
-            if "anthropic-beta" in ctx.headers:
-                headers["anthropic-beta"] = ctx.headers["anthropic-beta"]
+        headers.update(codec.upstream_headers(ctx.headers))
         if ctx.stream:
             headers["accept"] = "text/event-stream"
         return headers

@@ -53,14 +53,24 @@ def is_deployment_fault(status: int, body: bytes) -> bool:
     return isinstance(error, dict) and error.get("code") == "model_not_found"
 
 
-def upstream_param(body: bytes) -> str | None:
+def _upstream_field(body: bytes, key: str) -> str | None:
     try:
         parsed: Any = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
     error = parsed.get("error") if isinstance(parsed, dict) else None
-    param = error.get("param") if isinstance(error, dict) else None
-    return param if isinstance(param, str) else None
+    value = error.get(key) if isinstance(error, dict) else None
+    return value[:200] if isinstance(value, str) and value else None
+
+
+def upstream_param(body: bytes) -> str | None:
+    return _upstream_field(body, "param")
+
+
+def upstream_code(body: bytes) -> str | None:
+    """The upstream's machine-readable ``code`` (``context_length_exceeded``, ``invalid_function_parameters``,
+    ...): clients branch on it, so it is kept."""
+    return _upstream_field(body, "code")
 
 
 def client_error_for(status: int, body: bytes) -> ServiceError:
@@ -68,7 +78,9 @@ def client_error_for(status: int, body: bytes) -> ServiceError:
     message = upstream_message(body)
     if status in (400, 413, 422):
         # The request itself was refused (bad parameter, context too long...): the client can fix it.
-        return InvalidParameters(message or "the upstream model rejected the request", param=upstream_param(body))
+        return InvalidParameters(
+            message or "the upstream model rejected the request", param=upstream_param(body), code=upstream_code(body)
+        )
     if status in (401, 403):
         return UpstreamError("the upstream refused the gateway credentials (check the deployment key)", status=502)
     return UpstreamError(message or f"upstream answered HTTP {status}", status=502)

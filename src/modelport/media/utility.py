@@ -10,9 +10,9 @@ from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.service import get_team
-from modelport.apps.deps import get_runtime, media_auth
-from modelport.apps.envelope import ok
 from modelport.catalog_spec import MediaModel
+from modelport.web.deps import get_services, media_auth
+from modelport.web.envelope import ok
 
 router = APIRouter(prefix="/api/v1", tags=["utility"])
 
@@ -24,30 +24,34 @@ def media_model_entry(model: MediaModel, public_base: str) -> dict[str, Any]:
 
 @router.get("/models", summary="List active published media models")
 async def list_media_models(request: Request, _auth: AuthContext = Depends(media_auth)) -> Response:
-    runtime = get_runtime(request)
-    snapshot = await runtime.catalog.get()
-    base = runtime.settings.effective_public_media_url
+    services = get_services(request)
+    snapshot = await services.catalog.get()
+    base = services.settings.effective_public_media_url
     models = [media_model_entry(m, base) for m in snapshot.media if m.active and m.published]
     return ok({"models": models, "total": len(models)})
 
 
 @router.get("/apikey/validate", summary="Tell whether the API key is valid and active")
 async def validate_key(auth: AuthContext = Depends(media_auth)) -> Response:
-    return ok({
-        "valid": True,
-        "active": True,
-        "key_id": auth.key_id,
-        "key_prefix": auth.key_prefix,
-        "team": {"id": auth.team_id, "name": auth.team_name},
-    })
+    return ok(
+        {
+            "valid": True,
+            "active": True,
+            "key_id": auth.key_id,
+            "key_prefix": auth.key_prefix,
+            "team": {"id": auth.team_id, "name": auth.team_name},
+        }
+    )
 
 
 @router.get("/team/balance", summary="The team's balance in USD")
 async def team_balance(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
-    team = await get_team(get_runtime(request).db, auth.team_id)
-    return ok({
-        "team_id": team.id,
-        "currency": "USD",
-        "available_balance": team.available_usd,
-        "frozen_balance": team.frozen_usd,
-    })
+    team = await get_team(get_services(request).db, auth.team_id)
+    return ok(
+        {
+            "team_id": team.id,
+            "currency": "USD",
+            "available_balance": team.available_usd,
+            "frozen_balance": team.frozen_usd,
+        }
+    )

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import cast
+from modelport.core.codec import ProtocolCodec, ProtocolName
+from modelport.protocols.anthropic_messages import CODEC as _MESSAGES
+from modelport.protocols.openai_chat import CODEC as _CHAT
+from modelport.protocols.openai_responses import CODEC as _RESPONSES
 
-from modelport.core.codec import ProtocolCodec
-
-PROTOCOLS = ("openai_chat", "openai_responses", "anthropic_messages")
+CODECS: dict[str, ProtocolCodec] = {codec.name: codec for codec in (_CHAT, _RESPONSES, _MESSAGES)}
+PROTOCOLS = tuple(ProtocolName)
 
 
 def get_codec(name: str) -> ProtocolCodec:
-    """The codec of protocol `name`; KeyError for an unknown name. Imported lazily on first use."""
-    if name not in PROTOCOLS:
-        raise KeyError(name)
-    module = import_module(f"modelport.protocols.{name}")
-    return cast(ProtocolCodec, module.CODEC)
+    """The codec of protocol `name`; KeyError for an unknown name."""
+    return CODECS[name]

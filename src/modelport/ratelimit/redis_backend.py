@@ -31,12 +31,11 @@ class _ScriptClock:
 
 
 class RedisRateLimiter:
-    def __init__(self, redis: Redis, prefix: str, *, clock: Clock | None = None, owns_client: bool = False) -> None:
+    def __init__(self, redis: Redis, prefix: str, *, clock: Clock | None = None) -> None:
         self._redis = redis
         self._ns = _namespace(prefix)
         self._clock = _ScriptClock(clock)
         self._script = redis.register_script(scripts.GCRA_LUA)
-        self._owns_client = owns_client
 
     def redis_key(self, key: str) -> str:
         return f"{self._ns}:rl:{key}"
@@ -61,18 +60,16 @@ class RedisRateLimiter:
         return int(seconds) * gcra.US_PER_S + int(micros)
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._redis.aclose()
+        """Nothing to release: the Redis client belongs to the caller."""
 
 
 class RedisConcurrencyLimiter:
-    def __init__(self, redis: Redis, prefix: str, *, clock: Clock | None = None, owns_client: bool = False) -> None:
+    def __init__(self, redis: Redis, prefix: str, *, clock: Clock | None = None) -> None:
         self._redis = redis
         self._ns = _namespace(prefix)
         self._clock = _ScriptClock(clock)
         self._acquire = redis.register_script(scripts.LEASE_ACQUIRE_LUA)
         self._renew = redis.register_script(scripts.LEASE_RENEW_LUA)
-        self._owns_client = owns_client
 
     def redis_key(self, key: str) -> str:
         return f"{self._ns}:cc:{key}"
@@ -103,5 +100,4 @@ class RedisConcurrencyLimiter:
         await self._redis.zrem(self.redis_key(lease.key), lease.lease_id)
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._redis.aclose()
+        """Nothing to release: the Redis client belongs to the caller."""

@@ -25,10 +25,18 @@ from modelport.storage.tables import request_log_counts, request_logs
 LogRow = Row[*tuple[Any, ...]]
 
 ITEM_COLUMNS = (
-    request_logs.c.id, request_logs.c.created_at_ms, request_logs.c.status, request_logs.c.error,
-    request_logs.c.provider, request_logs.c.model_name, request_logs.c.prompt_tokens,
-    request_logs.c.completion_tokens, request_logs.c.cached_tokens, request_logs.c.cost_micros,
-    request_logs.c.input, request_logs.c.result,
+    request_logs.c.id,
+    request_logs.c.created_at_ms,
+    request_logs.c.status,
+    request_logs.c.error,
+    request_logs.c.provider,
+    request_logs.c.model_name,
+    request_logs.c.prompt_tokens,
+    request_logs.c.completion_tokens,
+    request_logs.c.cached_tokens,
+    request_logs.c.cost_micros,
+    request_logs.c.input,
+    request_logs.c.result,
 )
 
 

@@ -1,7 +1,8 @@
 """One text request's log row, as the gateway hands it to the writer.
 
-Strings are clipped to their column widths here, so one odd value (a long tool session header, a huge
-error message) can never make a whole batch fail on PostgreSQL, which enforces `VARCHAR(n)`.
+Strings are clipped to their column widths here, and NUL characters replaced by U+FFFD, so one odd value
+(a long tool session header, a huge error message, a NUL in a model id) can never make a whole batch fail
+on PostgreSQL, which enforces `VARCHAR(n)` and rejects NUL in text.
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ STATUS_CANCELLED = "cancelled"
 MAX_ERROR_CHARS = 4096
 _INT32_MAX = 2**31 - 1
 _WIDTHS = {
-    "id": 64, "team_id": 40, "status": 16, "provider": 100, "model_name": 200, "endpoint": 32,
-    "svc_user_id": 128, "session_id": 128, "error": MAX_ERROR_CHARS,
+    "id": 64,
+    "team_id": 40,
+    "status": 16,
+    "provider": 100,
+    "model_name": 200,
+    "endpoint": 32,
+    "svc_user_id": 128,
+    "session_id": 128,
+    "error": MAX_ERROR_CHARS,
 }
 
 
@@ -50,6 +58,9 @@ class LogRecord:
 
     def as_row(self) -> dict[str, Any]:
         row = asdict(self)
+        for name, value in row.items():
+            if isinstance(value, str) and "\x00" in value:
+                row[name] = value.replace("\x00", "\ufffd")
         for name, width in _WIDTHS.items():
             value = row[name]
             if isinstance(value, str) and len(value) > width:

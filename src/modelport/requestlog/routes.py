@@ -18,11 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
-from modelport.apps.deps import get_runtime, text_auth
-from modelport.apps.envelope import JSONBytesResponse
-from modelport.gateway.query_limit import enforce_query_limit
 from modelport.requestlog.params import parse_log_query
 from modelport.requestlog.query import LogRow, find_logs
+from modelport.web.deps import get_services, text_auth
+from modelport.web.envelope import JSONBytesResponse
+from modelport.web.query_limit import enforce_query_limit
 
 COST_PLACES = 6
 
@@ -61,8 +61,23 @@ def render_item(row: LogRow) -> dict[str, Any]:
     }
 
 
+_LOG_PAGE = {
+    "type": "object",
+    "required": ["requests", "total", "page", "page_size"],
+    "properties": {
+        "requests": {"type": "array", "items": {"type": "object", "required": ["task_id", "status", "model"]}},
+        "total": {"type": "integer"},
+        "page": {"type": "integer"},
+        "page_size": {"type": "integer"},
+    },
+}
 
-@router.get("/v1/logs", summary="List this key's team's text request logs, newest first")
+
+@router.get(
+    "/v1/logs",
+    summary="List this key's team's text request logs, newest first",
+    responses={200: {"description": "One page of logs", "content": {"application/json": {"schema": _LOG_PAGE}}}},
+)
 async def list_logs(
     request: Request,
     auth: AuthContext = Depends(text_auth),
@@ -77,7 +92,7 @@ async def list_logs(
     query = parse_log_query(
         start_time=start_time, end_time=end_time, svc_user_id=svc_user_id, page=page, page_size=page_size
     )
-    found = await find_logs(get_runtime(request).db, auth.team_id, query)
+    found = await find_logs(get_services(request).db, auth.team_id, query)
     body = {
         "requests": [render_item(row) for row in found.rows],
         "total": found.total,

@@ -5,6 +5,7 @@ On PostgreSQL an advisory lock serialises concurrent migrators (several processe
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from alembic import command
@@ -13,6 +14,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.queue.schema import ensure_queue_schema, queue_schema_installed
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _PG_MIGRATION_LOCK = 7_236_001
@@ -39,10 +42,17 @@ async def upgrade_to_head(engine: AsyncEngine) -> None:
         if conn.dialect.name == "postgresql":
             await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
         await conn.run_sync(_upgrade)
+        await ensure_queue_schema(conn)
+
+
+@functools.cache
+def head_revision() -> str | None:
+    """The migrations' head; read from the scripts once per process (/readyz asks often)."""
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 async def is_up_to_date(engine: AsyncEngine) -> bool:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = head_revision()
     async with engine.connect() as conn:
         current = await conn.run_sync(_current_revision)
-    return current == head
+        return current == head and await queue_schema_installed(conn)

@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 
 metadata = MetaData(
@@ -140,4 +141,129 @@ media_files = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Column("expires_at_ms", BigInteger, nullable=False, index=True),
     Index("ix_media_files_team_created", "team_id", "created_at_ms"),
+)
+
+provider_assets = Table(
+    "provider_assets",
+    metadata,
+    Column("id", String(64), primary_key=True),  # the asset_id clients see
+    Column("team_id", String(40), ForeignKey("teams.id"), nullable=False),
+    Column("provider", String(32), nullable=False),
+    Column("type", String(8), nullable=False),  # image | video | audio (detected from the bytes)
+    Column("name", String(64), nullable=True),
+    Column("status", String(16), nullable=False),  # processing | active | failed
+    Column("reason", String(255), nullable=True),  # why it failed
+    Column("backend", String(16), nullable=False),  # embedded | http: which library holds it
+    Column("upstream_id", String(128), nullable=True),  # the http backend's id of the asset
+    Column("storage_key", String(512), nullable=True),  # the embedded library's stored bytes
+    Column("mime_type", String(128), nullable=False),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("width", Integer, nullable=True),
+    Column("height", Integer, nullable=True),
+    Column("duration_ms", BigInteger, nullable=True),
+    Column("source_url", Text, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("updated_at_ms", BigInteger, nullable=False),
+    Index("ix_provider_assets_team_created_id", "team_id", "created_at_ms", "id"),
+    Index("ix_provider_assets_team_status_created_id", "team_id", "status", "created_at_ms", "id"),
+    Index("ix_provider_assets_status", "status"),
+)
+
+media_tasks = Table(
+    "media_tasks",
+    metadata,
+    Column("id", String(64), primary_key=True),  # the task_id clients see; also the queue's job key
+    Column("team_id", String(40), ForeignKey("teams.id"), nullable=False),
+    Column("model_id", String(200), nullable=False),
+    # queued | processing | success | failed | cancelled; changed only by compare-and-swap updates
+    Column("status", String(16), nullable=False),
+    Column("input", JSON, nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("frozen_micros", BigInteger, nullable=False),  # frozen at creation, released/charged once at the end
+    Column("cost_micros", BigInteger, nullable=True),  # what the terminal transition charged
+    Column("webhook_url", Text, nullable=True),
+    Column("attempts", Integer, nullable=False, default=0),  # runs started (a takeover after a crash adds one)
+    Column("lease_until_ms", BigInteger, nullable=True),  # the running worker renews it; past it, others take over
+    Column("claimed_by", String(128), nullable=True),  # the worker process of the latest run (host:pid:nonce)
+    Column("deadline_ms", BigInteger, nullable=False),  # a task not ended by then fails and is refunded
+    Column("resources", JSON, nullable=True),  # result files: file_id, type, width, height, format, role
+    Column("result_metadata", JSON, nullable=True),
+    Column("error_code", String(32), nullable=True),
+    Column("error_message", Text, nullable=True),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("started_at_ms", BigInteger, nullable=True),
+    Column("ended_at_ms", BigInteger, nullable=True),
+    Column("result_expires_at_ms", BigInteger, nullable=True),
+    Index("ix_media_tasks_team_created", "team_id", "created_at_ms"),
+    Index("ix_media_tasks_team_status", "team_id", "status"),
+    Index("ix_media_tasks_status_lease", "status", "lease_until_ms"),
+)
+
+webhook_secrets = Table(
+    "webhook_secrets",
+    metadata,
+    Column("team_id", String(40), ForeignKey("teams.id"), primary_key=True),
+    Column("secret", String(100), nullable=False),  # whsec_...
+    Column("previous_secret", String(100), nullable=True),  # still signs until previous_until_ms
+    Column("previous_until_ms", BigInteger, nullable=True),
+    Column("created_at_ms", BigInteger, nullable=False),
+)
+
+# The outbox: one row per event to deliver, written in the same transaction as the task's terminal state.
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", String(64), primary_key=True),  # the `webhook-id` header, stable across retries
+    Column("task_id", String(64), ForeignKey("media_tasks.id"), nullable=False, index=True),
+    Column("team_id", String(40), ForeignKey("teams.id"), nullable=False),
+    Column("url", Text, nullable=False),
+    Column("event_type", String(32), nullable=False),
+    Column("payload", Text, nullable=False),  # the exact JSON body every attempt sends
+    # pending | delivered | failed (retries used up or result expired) | stopped (410 Gone)
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_attempt_at_ms", BigInteger, nullable=False),
+    Column("lease_until_ms", BigInteger, nullable=False, default=0),  # a sender holds the row until then
+    Column("give_up_at_ms", BigInteger, nullable=False),  # when the result expires: no attempt after it
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("ended_at_ms", BigInteger, nullable=True),
+    Index("ix_webhook_deliveries_status_next", "status", "next_attempt_at_ms"),
+)
+
+webhook_attempts = Table(
+    "webhook_attempts",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("delivery_id", String(64), ForeignKey("webhook_deliveries.id"), nullable=False, index=True),
+    Column("attempt", Integer, nullable=False),
+    Column("started_at_ms", BigInteger, nullable=False),
+    Column("duration_ms", BigInteger, nullable=False),
+    Column("status_code", Integer, nullable=True),  # the receiver's HTTP status, if it answered
+    Column("outcome", String(16), nullable=False),  # delivered | failed | gone | rate_limited
+    Column("error", Text, nullable=True),
+)
+
+# One row per settlement applied to the ledger, written in the same transaction: a settlement retried after
+# an ambiguous failure or replayed from a spill file is applied once. Rows older than the retention below
+# are pruned at start-up.
+# A live credit reservation (billing.credit): its hold's ref, the process that owns it and the lease that
+# process renews. A row goes when the reservation is settled; the sweep returns what expired ones hold.
+credit_reservations = Table(
+    "credit_reservations",
+    metadata,
+    Column("ref", String(64), primary_key=True),
+    Column("team_id", String(40), ForeignKey("teams.id"), nullable=False, index=True),
+    Column("owner", String(64), nullable=False, index=True),
+    Column("amount_micros", BigInteger, nullable=False),  # the hold's amount
+    Column("lease_until_ms", BigInteger, nullable=False, index=True),
+    # Another process could not admit this team: the owner returns the unused part now.
+    Column("wanted", Boolean, nullable=False, default=False, server_default=false()),
+    Column("created_at_ms", BigInteger, nullable=False),
+)
+
+settlement_keys = Table(
+    "settlement_keys",
+    metadata,
+    Column("key", String(40), primary_key=True),
+    Column("created_at_ms", BigInteger, nullable=False, index=True),
 )

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from modelport.catalog_spec import Deployment, UpstreamKind
+from modelport.core.codec import ProtocolName
+from modelport.protocols import get_codec
 
-KIND_PROTOCOL: dict[UpstreamKind, str] = {
-    "openai_chat": "openai_chat",
-    "openai_compatible": "openai_chat",
-    "openai_responses": "openai_responses",
-    "anthropic": "anthropic_messages",
-    "local": "openai_chat",
+KIND_PROTOCOL: dict[UpstreamKind, ProtocolName] = {
+    "openai_chat": ProtocolName.OPENAI_CHAT,
+    "openai_compatible": ProtocolName.OPENAI_CHAT,
+    "openai_responses": ProtocolName.OPENAI_RESPONSES,
+    "anthropic": ProtocolName.ANTHROPIC_MESSAGES,
+    "local": ProtocolName.OPENAI_CHAT,
 }
 
-# Base URLs follow the official SDKs' conventions: OpenAI's ends in /v1, Anthropic's does not.
-PROTOCOL_PATH = {
-    "openai_chat": "/chat/completions",
-    "openai_responses": "/responses",
-    "anthropic_messages": "/v1/messages",
+# The request field that caps the answer's length, per kind (fast path: added when the client sent none).
+# OpenAI's Chat takes `max_completion_tokens` (reasoning models refuse `max_tokens`); OpenAI-compatible
+# servers (vLLM, Ollama, llama.cpp) and the embedded model all know `max_tokens`.
+OUTPUT_CAP_FIELD: dict[UpstreamKind, str] = {
+    "openai_chat": "max_completion_tokens",
+    "openai_compatible": "max_tokens",
+    "openai_responses": "max_output_tokens",
+    "anthropic": "max_tokens",
+    "local": "max_tokens",
 }
+
+# Base URLs follow the official SDKs' conventions: OpenAI's ends in /v1, Anthropic's does not (the codec's
+# `upstream_path` carries the rest).
 
 DEFAULT_BASE_URL: dict[UpstreamKind, str] = {
     "openai_chat": "https://api.openai.com/v1",
@@ -25,10 +34,8 @@ DEFAULT_BASE_URL: dict[UpstreamKind, str] = {
     "anthropic": "https://api.anthropic.com",
 }
 
-ANTHROPIC_DEFAULT_VERSION = "2023-06-01"
 
-
-def protocol_of(deployment: Deployment) -> str:
+def protocol_of(deployment: Deployment) -> ProtocolName:
     return KIND_PROTOCOL[deployment.kind]
 
 
@@ -36,7 +43,15 @@ def endpoint_url(deployment: Deployment) -> str:
     base = deployment.base_url or DEFAULT_BASE_URL.get(deployment.kind)
     if not base:
         raise ValueError(f"deployment {deployment.model}: base_url is required for {deployment.kind}")
-    return base + PROTOCOL_PATH[protocol_of(deployment)]
+    return base + get_codec(protocol_of(deployment)).upstream_path
+
+
+def count_tokens_url(deployment: Deployment) -> str | None:
+    """Anthropic's token counting endpoint for an `anthropic` deployment; None for other kinds."""
+    if deployment.kind != "anthropic":
+        return None
+    base = deployment.base_url or DEFAULT_BASE_URL["anthropic"]
+    return base + "/v1/messages/count_tokens"
 
 
 def auth_headers(deployment: Deployment, api_key: str | None) -> dict[str, str]:

@@ -7,9 +7,12 @@ import os
 import aiohttp
 
 from modelport.catalog_spec import Deployment
+from modelport.services import ServiceKey
 from modelport.upstreams.kinds import endpoint_url
 from modelport.upstreams.local_model import LocalModel
 from modelport.upstreams.transport import HttpTransport, LocalTransport, Transport
+
+UPSTREAMS: ServiceKey[UpstreamPool] = ServiceKey("upstreams")
 
 
 class UpstreamPool:
@@ -23,7 +26,10 @@ class UpstreamPool:
             if model is None:
                 model = self._local[deployment.model] = LocalModel(name=deployment.model)
             return LocalTransport(model)
-        url = endpoint_url(deployment)
+        return self.http(deployment, endpoint_url(deployment))
+
+    def http(self, deployment: Deployment, url: str) -> HttpTransport:
+        """An HTTP transport to `url` (an endpoint of `deployment`'s upstream) over the origin's pool."""
         origin = url.split("/", 3)[:3]
         key = "/".join(origin)
         session = self._sessions.get(key)
@@ -37,7 +43,7 @@ class UpstreamPool:
     def api_key(deployment: Deployment) -> str | None:
         return os.environ.get(deployment.api_key_env) if deployment.api_key_env else None
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         for session in self._sessions.values():
             await session.close()
         self._sessions.clear()

@@ -7,7 +7,8 @@ body or an async iterator of raw body chunks (for SSE). Connection-level failure
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,6 +27,15 @@ class UpstreamStreamBroken(Exception):
     """The body stopped mid-way (connection lost or read timeout)."""
 
 
+@contextmanager
+def http_errors_as(error: type[Exception]) -> Iterator[None]:
+    """The one place aiohttp and socket failures become ours: `error`, named after the original."""
+    try:
+        yield
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        raise error(type(exc).__name__) from exc
+
+
 async def _nothing() -> None:
     return None
 
@@ -37,6 +47,14 @@ class UpstreamReply:
     body: bytes | None = None
     chunks: AsyncIterator[bytes] | None = None
     release: Callable[[], Awaitable[None]] = field(default=_nothing)
+    # Ends a stream being read from another task (its reader sees UpstreamStreamBroken); see `cut`.
+    abort: Callable[[], None] = field(default=lambda: None)
+    # Why the stream was ended on our side (server shutdown), for the client's error event and the log.
+    cut_reason: str | None = None
+
+    def cut(self, reason: str) -> None:
+        self.cut_reason = reason
+        self.abort()
 
     async def read_all(self) -> bytes:
         if self.body is not None:
@@ -58,34 +76,31 @@ class HttpTransport:
 
     async def send(self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool) -> UpstreamReply:
         data = orjson.dumps(body)
-        try:
+        with http_errors_as(UpstreamUnreachable):
             response = await self._session.post(
-                self._url, data=data, headers={**headers, "content-type": "application/json"},
+                self._url,
+                data=data,
+                headers={**headers, "content-type": "application/json"},
                 timeout=self._timeout,
             )
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise UpstreamUnreachable(type(exc).__name__) from exc
         content_type = response.headers.get("content-type", "")
         if not stream or response.status != 200 or "text/event-stream" not in content_type:
             try:
-                payload = await response.read()
-            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                with http_errors_as(UpstreamUnreachable):
+                    payload = await response.read()
+            finally:
                 response.release()
-                raise UpstreamUnreachable(type(exc).__name__) from exc
-            response.release()
             return UpstreamReply(response.status, response.headers, body=payload)
 
         async def chunks() -> AsyncIterator[bytes]:
-            try:
+            with http_errors_as(UpstreamStreamBroken):
                 async for chunk in response.content.iter_any():
                     yield chunk
-            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-                raise UpstreamStreamBroken(type(exc).__name__) from exc
 
         async def release() -> None:
             response.release() if response.closed else response.close()
 
-        return UpstreamReply(response.status, response.headers, chunks=chunks(), release=release)
+        return UpstreamReply(response.status, response.headers, chunks=chunks(), release=release, abort=response.close)
 
 
 class LocalTransport:
@@ -104,8 +119,14 @@ class LocalTransport:
             # first chunk now, so they become a plain 400 instead of an error inside a committed 200 stream.
             first = await anext(generator)
         except InvalidParameters as exc:
-            error = {"error": {"message": exc.text_message, "type": "invalid_request_error", "param": exc.param,
-                               "code": exc.code}}
+            error = {
+                "error": {
+                    "message": exc.text_message,
+                    "type": "invalid_request_error",
+                    "param": exc.param,
+                    "code": exc.code,
+                }
+            }
             return UpstreamReply(400, {"content-type": "application/json"}, body=orjson.dumps(error))
         except StopAsyncIteration:
             first = None

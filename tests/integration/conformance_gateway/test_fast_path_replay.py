@@ -2,8 +2,9 @@
 
 Each cassette's recorded request bodies go through the gateway (only `model` changed to our model id)
 to a replay of the recorded answers. Non-streamed bodies must come back JSON-equal, streams event by
-event (same `event:` names, JSON-equal data), and the replay must receive exactly the recorded request
-(the deployment's upstream model is the recorded one, so even `model` matches).
+event (same `event:` names, JSON-equal data), but for `model`, which names the id the client asked for
+(`as_named`); the replay must receive exactly the recorded request (the deployment's upstream model is
+the recorded one, so even `model` matches).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tests.integration.conformance_gateway.replay_gateway import (
     UPSTREAM_KEY,
     ReplayGateway,
     Slot,
+    with_cap,
 )
 from tests.integration.conformance_gateway.sse_wire import WireEvent, parse_sse, read_stream
 from tests.support.cassettes import Interaction
@@ -72,8 +74,23 @@ def client_path(it: Interaction, slot: Slot) -> str:
     return CLIENT_PATH[slot.folder] + query
 
 
-def comparable(events: list[WireEvent]) -> list[tuple[str | None, Any]]:
-    return [e.comparable for e in events]
+def as_named(payload: Any, model: str) -> Any:
+    """A recorded answer as the client gets it: the `model` of the body or chunk, of a Responses `response`
+    and of a Messages `message` is the id the client asked for; nothing else changes."""
+    if not isinstance(payload, dict):
+        return payload
+    out = copy.deepcopy(payload)
+    if "model" in out:
+        out["model"] = model
+    for key in ("response", "message"):
+        if isinstance(out.get(key), dict) and "model" in out[key]:
+            out[key]["model"] = model
+    return out
+
+
+def comparable(events: list[WireEvent], model: str | None = None) -> list[tuple[str | None, Any]]:
+    """(event, data) pairs; with `model`, as the client gets them (`as_named`)."""
+    return [(e.event, e.payload if model is None else as_named(e.payload, model)) for e in events]
 
 
 def is_usage_chunk(event: WireEvent) -> bool:
@@ -95,15 +112,15 @@ def test_recorded_exchange_is_relayed_unchanged(gw: ReplayGateway, slot: Slot) -
         if body.get("stream"):
             with gw.stream(client_path(it, slot), body) as response:
                 got = read_stream(response)
-            assert comparable(got) == comparable(parse_sse(it.sse_body)), f"{it.id}: stream differs"
+            assert comparable(got) == comparable(parse_sse(it.sse_body), slot.model_id), f"{it.id}: stream differs"
         else:
             response = gw.post(client_path(it, slot), body)
             assert response.status_code == it.status == 200, response.text
             assert response.headers["content-type"].startswith("application/json")
-            assert response.json() == it.response_json, f"{it.id}: body differs"
+            assert response.json() == as_named(it.response_json, slot.model_id), f"{it.id}: body differs"
             assert_no_secret(response.text, gw)
         sent = replay.requests[n]
-        assert sent.json == it.request_json, f"{it.id}: upstream got a different body"
+        assert sent.json == with_cap(it.request_json, slot), f"{it.id}: upstream got a different body"
         if slot.upstream_kind == "anthropic":
             assert sent.headers.get("x-api-key") == UPSTREAM_KEY
             assert sent.headers.get("anthropic-version")
@@ -123,13 +140,13 @@ def test_chat_stream_hides_the_usage_chunk_the_client_did_not_ask_for(gw: Replay
         recorded = parse_sse(it.sse_body)
         assert sum(map(is_usage_chunk, recorded)) == 1
         # Everything the real API sent, in order, but the usage chunk; still ends with [DONE].
-        assert comparable(got) == comparable([e for e in recorded if not is_usage_chunk(e)])
+        assert comparable(got) == comparable([e for e in recorded if not is_usage_chunk(e)], slot.model_id)
         assert got[-1].data == "[DONE]"
         # The gateway still asked the upstream for usage (it bills from it).
         sent = replay.requests[n].json
         assert sent["stream_options"] == {"include_usage": True}
         assert {k: v for k, v in sent.items() if k != "stream_options"} == {
-            k: v for k, v in it.request_json.items() if k != "stream_options"
+            k: v for k, v in with_cap(it.request_json, slot).items() if k != "stream_options"
         }
     replay.assert_all_served()
 
@@ -142,8 +159,8 @@ def test_openai_sdk_chat_json(gw: ReplayGateway) -> None:
     (it,) = gw.interactions(slot)
     body = client_body(it, slot)
     completion = gw.openai.chat.completions.create(**body)
-    assert completion.to_dict(mode="json") == it.response_json
-    assert gw.replay(slot).requests[0].json == it.request_json
+    assert completion.to_dict(mode="json") == as_named(it.response_json, slot.model_id)
+    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)
 
 
 def test_openai_sdk_chat_stream_with_tool_call(gw: ReplayGateway) -> None:
@@ -152,9 +169,9 @@ def test_openai_sdk_chat_stream_with_tool_call(gw: ReplayGateway) -> None:
         body = client_body(it, slot)
         with gw.openai.chat.completions.create(**body) as stream:
             chunks = [chunk.to_dict(mode="json") for chunk in stream]
-        recorded = [e.payload for e in parse_sse(it.sse_body) if e.data != "[DONE]"]
+        recorded = [as_named(e.payload, slot.model_id) for e in parse_sse(it.sse_body) if e.data != "[DONE]"]
         assert chunks == recorded
-        assert gw.replay(slot).requests[n].json == it.request_json
+        assert gw.replay(slot).requests[n].json == with_cap(it.request_json, slot)
     gw.replay(slot).assert_all_served()
 
 
@@ -162,9 +179,9 @@ def test_openai_sdk_responses_json(gw: ReplayGateway) -> None:
     slot = SDK_SLOTS["responses-json"]
     (it,) = gw.interactions(slot)
     response = gw.openai.responses.create(**client_body(it, slot))
-    assert response.to_dict(mode="json") == it.response_json
+    assert response.to_dict(mode="json") == as_named(it.response_json, slot.model_id)
     assert response.output_text
-    assert gw.replay(slot).requests[0].json == it.request_json
+    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)
 
 
 def test_openai_sdk_responses_stream(gw: ReplayGateway) -> None:
@@ -172,8 +189,8 @@ def test_openai_sdk_responses_stream(gw: ReplayGateway) -> None:
     (it,) = gw.interactions(slot)
     with gw.openai.responses.create(**client_body(it, slot)) as stream:
         events = [event.to_dict(mode="json") for event in stream]
-    assert events == [e.payload for e in parse_sse(it.sse_body)]
-    assert gw.replay(slot).requests[0].json == it.request_json
+    assert events == [as_named(e.payload, slot.model_id) for e in parse_sse(it.sse_body)]
+    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)
 
 
 def test_anthropic_sdk_messages_json(gw: ReplayGateway) -> None:
@@ -181,8 +198,8 @@ def test_anthropic_sdk_messages_json(gw: ReplayGateway) -> None:
     for n, it in enumerate(gw.interactions(slot)):
         body = client_body(it, slot)
         message = gw.anthropic.beta.messages.create(**body)
-        assert message.to_dict(mode="json") == it.response_json
-        assert gw.replay(slot).requests[n].json == it.request_json
+        assert message.to_dict(mode="json") == as_named(it.response_json, slot.model_id)
+        assert gw.replay(slot).requests[n].json == with_cap(it.request_json, slot)
     gw.replay(slot).assert_all_served()
 
 
@@ -195,6 +212,6 @@ def test_anthropic_sdk_messages_stream(gw: ReplayGateway) -> None:
         for event in stream:
             events.append(event.to_dict(mode="json"))
     # The SDK drops `ping`s; everything else arrives as the real API sent it.
-    recorded = [e.payload for e in parse_sse(it.sse_body) if e.event != "ping"]
+    recorded = [as_named(e.payload, slot.model_id) for e in parse_sse(it.sse_body) if e.event != "ping"]
     assert events == recorded
-    assert gw.replay(slot).requests[0].json == it.request_json
+    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)

@@ -23,6 +23,7 @@ from tests.integration.conformance_gateway.replay_gateway import (
     UPSTREAM_KEY,
     ReplayGateway,
     Slot,
+    with_cap,
 )
 from tests.support.cassettes import Interaction
 
@@ -86,14 +87,24 @@ def upstream_error(it: Interaction) -> dict[str, Any]:
     return error
 
 
+# The gateway's (OpenAI) error types and Anthropic's, per status (docs/api/errors.md).
+ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error", 502: "api_error"}
+
+
 def assert_gateway_error(response: httpx.Response, status: int, error_type: str, gw: ReplayGateway) -> dict[str, Any]:
-    """The gateway's error shape: plain JSON `{error: {message, type[, code, param]}}`, nothing secret."""
+    """The error shape of the client's protocol, plain JSON, nothing secret: OpenAI's `{error: {message, type,
+    code, param}}` on Chat/Responses, Anthropic's `{type: "error", error: {type, message}}` on Messages (with
+    Anthropic's type for the status; `code`/`param` ride inside `error`)."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json"), response.headers["content-type"]
     body = response.json()
-    assert set(body) == {"error"}, body
     error = body["error"]
-    assert error["type"] == error_type
+    if response.request.url.path.startswith("/v1/messages"):
+        assert set(body) == {"type", "error"} and body["type"] == "error", body
+        assert error["type"] == ANTHROPIC_TYPES[status]
+    else:
+        assert set(body) == {"error"}, body
+        assert error["type"] == error_type
     assert isinstance(error["message"], str) and error["message"]
     assert set(error) <= {"message", "type", "code", "param"}
     assert UPSTREAM_KEY not in response.text
@@ -113,12 +124,15 @@ def test_upstream_400_is_client_400_with_upstream_message(gw: ReplayGateway, slo
     error = assert_gateway_error(response, 400, "invalid_request_error", gw)
     if upstream_error(it).get("param"):
         assert error.get("param") == upstream_error(it)["param"]
+    if upstream_error(it).get("code") and slot not in GATEWAY_CATCHES:
+        assert error.get("code") == upstream_error(it)["code"]  # e.g. unsupported_value: clients branch on it
     if slot in GATEWAY_CATCHES:
         # The gateway validates this field itself (its own wording) and spares the upstream call.
         assert not gw.replay(slot).requests
         return
     assert error["message"] == upstream_error(it)["message"]
-    assert gw.replay(slot).requests[0].json == it.request_json
+    # Forwarded as sent, plus the default output cap the hold assumed when the client set none (item 7).
+    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)
     gw.replay(slot).assert_all_served()
 
 
@@ -129,7 +143,7 @@ def test_error_between_two_successes_on_responses(gw: ReplayGateway) -> None:
         response = gw.post("/v1/responses", recorded_body(it, slot))
         statuses.append(response.status_code)
         if it.status == 200:
-            assert response.status_code == 200 and response.json() == it.response_json
+            assert response.status_code == 200 and response.json() == {**it.response_json, "model": slot.model_id}
         else:
             error = assert_gateway_error(response, 400, "invalid_request_error", gw)
             assert error["message"] == upstream_error(it)["message"]
@@ -170,6 +184,7 @@ def test_translated_upstream_400_messages_client_chat_upstream(gw: ReplayGateway
     }
     error = assert_gateway_error(gw.post("/v1/messages", body), 400, "invalid_request_error", gw)
     assert error["message"] == upstream_error(it)["message"]
+    assert error["param"] == upstream_error(it)["param"] == "web_search_options"
     assert gw.replay(MESSAGES_TO_CHAT_400).requests[0].path == "/v1/chat/completions"
 
 
@@ -193,6 +208,13 @@ def test_sdks_raise_bad_request_with_the_upstream_message(gw: ReplayGateway) -> 
         gw.anthropic.messages.create(**recorded_body(it, SDK_400["anthropic"]))
     assert aerr.value.status_code == 400
     assert upstream_error(it)["message"] in str(aerr.value)
+    assert isinstance(aerr.value.body, dict) and aerr.value.body["type"] == "error"
+    # Gateway errors on /v1/messages (here: no key) raise the SDK's matching class too.
+    with pytest.raises(anthropic.AuthenticationError) as auth:
+        anthropic.Anthropic(base_url=gw.server.text_url, api_key="sk-wrong", max_retries=0).messages.create(
+            **recorded_body(it, SDK_400["anthropic"])
+        )
+    assert isinstance(auth.value.body, dict) and auth.value.body["error"]["type"] == "authentication_error"
 
 
 # ---------------------------------------------------------------- upstream does not know the model
@@ -228,7 +250,22 @@ def test_upstream_model_not_found_falls_back_to_the_next_deployment(gw: ReplayGa
     for _ in range(2):
         response = gw.post("/v1/chat/completions", body)
         assert response.status_code == 200, response.text
-        assert response.json() == next(answers).response_json
+        assert response.json() == {**next(answers).response_json, "model": slot.model_id}
         if bad.requests:
             break
     assert len(bad.requests) == 1, "the broken deployment was never tried"
+
+
+def test_gateway_validation_errors_take_the_protocol_shape(gw: ReplayGateway) -> None:
+    """Errors the gateway finds itself (validation, unknown model) on /v1/messages are Anthropic-shaped;
+    Chat keeps OpenAI's, `param` naming the field either way."""
+    slot = MESSAGES_TO_CHAT_400
+    no_cap = {"model": slot.model_id, "messages": [{"role": "user", "content": "hi"}]}
+    error = assert_gateway_error(gw.post("/v1/messages", no_cap), 400, "invalid_request_error", gw)
+    assert error["param"] == "max_tokens"
+    counted = gw.post("/v1/messages/count_tokens", {"model": slot.model_id, "messages": "nope"})
+    assert assert_gateway_error(counted, 400, "invalid_request_error", gw)["param"] == "messages"
+    unknown = gw.post("/v1/messages", {**no_cap, "model": "nobody/none", "max_tokens": 5})
+    assert assert_gateway_error(unknown, 404, "invalid_request_error", gw)["message"]
+    chat = gw.post("/v1/chat/completions", {"model": slot.model_id, "messages": []})
+    assert assert_gateway_error(chat, 400, "invalid_request_error", gw)["param"] == "messages"

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
 from modelport.billing import ledger
+from modelport.billing.settlement import Settlement, write_settlements
 from modelport.settings import default_tiers
 
 
@@ -21,7 +22,8 @@ async def test_200_concurrent_topups_and_charges_keep_ledger_equal_to_balance(en
         if kind == "topup":
             await ledger.topup(engine, team.id, micros)
         else:
-            await ledger.charge(engine, team.id, micros, ref=f"req_{i}")
+            # A charge with nothing held, through the one code path that charges.
+            await write_settlements(engine, [Settlement(team.id, 0, micros, f"req_{i}")])
 
     await asyncio.gather(*(apply(kind, micros, i) for i, (kind, micros) in enumerate(ops)))
 
@@ -37,10 +39,12 @@ async def test_concurrent_holds_never_overdraw_and_settle_exactly(engine: AsyncE
     await ledger.topup(engine, team.id, 1_000_000)  # covers 10 holds of 0.1 USD
 
     async def attempt(i: int) -> bool:
-        held = await ledger.hold(engine, team.id, 100_000, ref=f"h{i}")
+        held = await ledger.reserve(
+            engine, team.id, want_micros=100_000, minimum_micros=100_000, ref=f"h{i}", owner="t", lease_until_ms=2**62
+        )
         if held is None:
             return False
-        await ledger.settle(engine, team.id, held_micros=100_000, cost_micros=60_000, ref=f"h{i}")
+        await write_settlements(engine, [Settlement(team.id, 100_000, 60_000, f"h{i}")])
         return True
 
     results = await asyncio.gather(*(attempt(i) for i in range(60)))
@@ -56,7 +60,15 @@ async def test_concurrent_holds_never_overdraw_and_settle_exactly(engine: AsyncE
 async def test_hold_refused_when_balance_short(engine: AsyncEngine) -> None:
     team = await accounts.create_team(engine, "poor", tier="free")
     await ledger.topup(engine, team.id, 50)
-    assert await ledger.hold(engine, team.id, 51, ref="x") is None
-    after = await ledger.hold(engine, team.id, 50, ref="y")
-    assert after is not None and after.balance_micros == 0 and after.frozen_micros == 50
+    assert (
+        await ledger.reserve(
+            engine, team.id, want_micros=51, minimum_micros=51, ref="x", owner="t", lease_until_ms=2**62
+        )
+        is None
+    )
+    held = await ledger.reserve(
+        engine, team.id, want_micros=50, minimum_micros=50, ref="y", owner="t", lease_until_ms=2**62
+    )
+    after = await accounts.get_team(engine, team.id)
+    assert held is not None and after.balance_micros == 0 and after.frozen_micros == 50
     assert await ledger.ledger_sum(engine, team.id) == 0

@@ -42,7 +42,12 @@ def test_demo_key_answers_the_three_utility_endpoints(server: RunningServer) -> 
 
     models = httpx.get(server.media_url + "/api/v1/models", headers=h)
     assert models.status_code == 200
-    assert models.json()["data"]["models"] == []  # the default media models are unpublished
+    # The embedded task models are published; the placeholder pillow-image entry is not.
+    assert [m["slug"] for m in models.json()["data"]["models"]] == [
+        "local/sketch-image",
+        "local/slideshow-video",
+        "local/style-transfer",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -119,6 +124,21 @@ def test_admin_api_with_token(server: RunningServer) -> None:
     assert flags["asset_service"] is True
     ledger = httpx.get(url + "/teams/acme/ledger", headers=admin).json()["data"]["entries"]
     assert [e["kind"] for e in ledger] == ["topup"]
+
+
+def test_huge_topups_are_400_over_http_and_a_cli_error(server: RunningServer) -> None:
+    # Amounts at 9.2e12 USD and past 64 bits of micro-USD gave a 500 or a float balance.
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    url = server.media_url + "/admin/v1/teams/demo/topups"
+    before = httpx.get(server.media_url + "/api/v1/team/balance", headers=bearer(server.demo_key or "")).text
+    for amount in ("9300000000000", "18446744073709.551616", "1e30", 1e300):
+        r = httpx.post(url, json={"amount_usd": amount}, headers=admin)
+        assert r.status_code == 400, (amount, r.text)
+        assert r.json()["message"].startswith("Invalid parameters")
+    cli = server.cli("admin", "topup", "demo", "10000000000000")
+    assert cli.returncode != 0 and "at most" in cli.stderr and "Traceback" not in cli.stderr
+    after = httpx.get(server.media_url + "/api/v1/team/balance", headers=bearer(server.demo_key or "")).text
+    assert after == before
 
 
 def test_malformed_json_is_400_in_media_shape(server: RunningServer) -> None:

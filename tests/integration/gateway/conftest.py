@@ -38,6 +38,8 @@ def catalog_toml(base: str) -> str:
         out.append(f'''[[text_models]]
 id = "{model_id}"
 prices = {PRICES}
+context_window = 200000
+max_output_tokens = 32000
 default_max_output_tokens = 100
 deployments = [{{ kind = "{kind}", base_url = "{base_for(kind)}", model = "up-{kind}", {KEY_ENV} }}]
 ''')

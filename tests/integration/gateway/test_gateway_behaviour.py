@@ -54,7 +54,7 @@ def test_unknown_and_bare_model_are_404(gw: Gateway) -> None:
             {
                 "model": "fake/claude",
                 "max_tokens": 5,
-                "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "x"}],
+                "messages": [{"role": "developer", "content": "x"}, {"role": "user", "content": "x"}],
             },
             "messages[0].role",
         ),

@@ -20,6 +20,7 @@ from modelport.media.files.storage.s3 import MIN_PART_SIZE, S3FileStore
 if TYPE_CHECKING:
     from types_aiobotocore_s3 import S3Client
 
+
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -33,8 +34,11 @@ def s3_endpoint() -> Iterator[str]:
 
 def s3_client(endpoint: str) -> AbstractAsyncContextManager[S3Client]:
     return get_session().create_client(
-        "s3", endpoint_url=endpoint, region_name="us-east-1",
-        aws_access_key_id="testing", aws_secret_access_key="testing",
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
     )
 
 
@@ -43,8 +47,13 @@ async def make_s3_store(endpoint: str) -> S3FileStore:
     async with s3_client(endpoint) as client:
         await client.create_bucket(Bucket=bucket)
     return S3FileStore(
-        bucket=bucket, prefix="files/", endpoint_url=endpoint, region="us-east-1",
-        access_key_id="testing", secret_access_key="testing", addressing_style="path",
+        bucket=bucket,
+        prefix="files/",
+        endpoint_url=endpoint,
+        region="us-east-1",
+        access_key_id="testing",
+        secret_access_key="testing",
+        addressing_style="path",
         part_size=MIN_PART_SIZE,
     )
 

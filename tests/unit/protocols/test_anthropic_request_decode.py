@@ -57,11 +57,17 @@ BAD: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("model missing", dropper("model"), "model"),
     ("messages missing", dropper("messages"), "messages"),
     ("messages empty", setter("messages", []), "messages"),
-    ("system role", setter("messages", [{"role": "system", "content": "be nice"}]), "messages[0].role"),
+    ("developer role", setter("messages", [{"role": "developer", "content": "be nice"}]), "messages[0].role"),
     (
-        "system role later",
-        setter("messages", [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}]),
-        "messages[1].role",
+        "system turn with an image",
+        setter(
+            "messages",
+            [
+                {"role": "user", "content": "a"},
+                {"role": "system", "content": [image({"type": "url", "url": "https://x"})]},
+            ],
+        ),
+        "messages[1].content[0].type",
     ),
     ("tool role", setter("messages", [{"role": "tool", "content": "x"}]), "messages[0].role"),
     ("content missing", setter("messages", [{"role": "user"}]), "messages[0].content"),
@@ -208,10 +214,10 @@ def test_missing_max_tokens_is_a_missing_parameter() -> None:
         decode_request(body)
 
 
-def test_system_role_error_points_to_the_system_parameter() -> None:
+def test_role_error_lists_the_roles_messages_takes() -> None:
     body = base()
-    body["messages"] = [{"role": "system", "content": "x"}]
-    with pytest.raises(InvalidParameters, match="top-level 'system'"):
+    body["messages"] = [{"role": "developer", "content": "x"}]
+    with pytest.raises(InvalidParameters, match="'user', 'assistant' or 'system'"):
         decode_request(body)
 
 

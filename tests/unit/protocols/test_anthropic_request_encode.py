@@ -230,7 +230,10 @@ def test_signed_reasoning_and_refusals_from_an_anthropic_answer_replay() -> None
     ("reasoning", "max_tokens", "thinking", "keeps_temperature"),
     [
         (ReasoningConfig(effort="high"), 32000, {"type": "enabled", "budget_tokens": 16384}, False),
-        (ReasoningConfig(effort="medium"), 4000, {"type": "enabled", "budget_tokens": 3999}, False),
+        # The budget leaves room for the answer: at least 1024 tokens (or a quarter of the cap).
+        (ReasoningConfig(effort="medium"), 4000, {"type": "enabled", "budget_tokens": 2976}, False),
+        (ReasoningConfig(effort="medium"), 2000, None, True),  # 976 left for thinking: below the minimum
+        (ReasoningConfig(), 32000, {"type": "enabled", "budget_tokens": 8192}, False),  # on, no budget: medium
         (ReasoningConfig(effort="low"), 1000, None, True),  # no room for the 1024-token minimum
         (ReasoningConfig(budget_tokens=2048), 8192, {"type": "enabled", "budget_tokens": 2048}, False),
         (ReasoningConfig(effort="none", enabled=False), 8192, None, True),

@@ -27,6 +27,7 @@ from modelport.core import (
     UsageUpdate,
     parse_sse,
 )
+from modelport.core.reasoning_carry import unwrap_openai
 from modelport.protocols.anthropic_messages import CODEC, MessagesStreamDecoder, MessagesStreamEncoder
 
 _EVENT = TypeAdapter(RawMessageStreamEvent)
@@ -168,7 +169,7 @@ def test_message_start_carries_input_usage_reported_after_the_upstream_start() -
 
 def test_reasoning_refusal_and_stop_details() -> None:
     events: list[StreamEvent] = [
-        ReasoningDelta(index=0, id="rs_1", encrypted_content="gAAA"),  # OpenAI: nothing to show
+        ReasoningDelta(index=0, id="rs_1", encrypted_content="gAAA"),  # OpenAI: no text, carried in the signature
         ReasoningDelta(index=1, text="Let me think"),
         ReasoningDelta(index=1, text="."),
         ReasoningDelta(index=1, signature="c2ln"),
@@ -177,10 +178,32 @@ def test_reasoning_refusal_and_stop_details() -> None:
         Finish(StopReason.CONTENT_FILTER),
     ]
     message = sdk_message(encode(events))
-    assert [b.type for b in message.content] == ["thinking", "redacted_thinking", "text"]
-    assert (message.content[0].thinking, message.content[0].signature) == ("Let me think.", "c2ln")  # type: ignore[union-attr]
-    assert message.content[1].data == "opaque"  # type: ignore[union-attr]
+    assert [b.type for b in message.content] == ["thinking", "thinking", "redacted_thinking", "text"]
+    carried = unwrap_openai(message.content[0].signature)  # type: ignore[union-attr]
+    assert carried is not None and (carried.id, carried.encrypted_content) == ("rs_1", "gAAA")
+    assert (message.content[1].thinking, message.content[1].signature) == ("Let me think.", "c2ln")  # type: ignore[union-attr]
+    assert message.content[2].data == "opaque"  # type: ignore[union-attr]
     assert message.stop_reason == "refusal"
+
+
+def test_openai_reasoning_summary_gets_a_carried_signature_and_no_late_empty_block() -> None:
+    """A Responses upstream's reasoning: summary text, then its encrypted content at item end, then the final
+    response's re-encrypted copy after the block closed (which used to open an empty thinking block)."""
+    events: list[StreamEvent] = [
+        ReasoningDelta(index=0, id="rs_9"),
+        ReasoningDelta(index=0, text="Plan."),
+        ReasoningDelta(index=0, id="rs_9", encrypted_content="enc-1"),
+        PartEnd(0),
+        TextDelta(1, "Hi"),
+        PartEnd(1),
+        ReasoningDelta(index=0, encrypted_content="enc-2"),
+        Finish(StopReason.END_TURN),
+    ]
+    message = sdk_message(encode(events))
+    assert [b.type for b in message.content] == ["thinking", "text"]
+    assert message.content[0].thinking == "Plan."  # type: ignore[union-attr]
+    carried = unwrap_openai(message.content[0].signature)  # type: ignore[union-attr]
+    assert carried is not None and (carried.id, carried.encrypted_content) == ("rs_9", "enc-1")
 
 
 def test_stop_sequence_only_with_its_reason() -> None:

@@ -13,6 +13,7 @@ from modelport.ratelimit import (
     rate_limit_headers,
     rate_limited_error,
 )
+from modelport.services import make_redis
 from tests.unit.ratelimit.ratelimit_contract import FakeClock
 
 
@@ -66,9 +67,11 @@ async def test_factory_without_redis_is_in_process() -> None:
 
 async def test_factory_with_redis_url_connects_lazily() -> None:
     # No server at this port: building must not connect; only a call would.
-    limiters = make_limiters("redis://127.0.0.1:1/0", "p")
+    client = make_redis("redis://127.0.0.1:1/0")
+    limiters = make_limiters(client, "p")
     assert isinstance(limiters.rate, RedisRateLimiter)
     assert isinstance(limiters.concurrency, RedisConcurrencyLimiter)
     assert limiters.rate.redis_key("team:1") == "p:rl:team:1"
     assert limiters.concurrency.redis_key("team:1") == "p:cc:team:1"
     await limiters.aclose()
+    await client.aclose()

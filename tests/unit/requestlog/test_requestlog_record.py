@@ -7,9 +7,18 @@ from modelport.requestlog.record import MAX_ERROR_CHARS, LogRecord
 
 def test_long_strings_and_huge_counts_are_clipped() -> None:
     rec = LogRecord(
-        id="req_1", team_id="team_1", created_at_ms=1, status="s" * 40, provider="p" * 300,
-        model_name="m" * 300, endpoint="e" * 50, error="x" * 10_000, prompt_tokens=2**40,
-        completion_tokens=-3, session_id="s" * 256, svc_user_id="u" * 128,
+        id="req_1",
+        team_id="team_1",
+        created_at_ms=1,
+        status="s" * 40,
+        provider="p" * 300,
+        model_name="m" * 300,
+        endpoint="e" * 50,
+        error="x" * 10_000,
+        prompt_tokens=2**40,
+        completion_tokens=-3,
+        session_id="s" * 256,
+        svc_user_id="u" * 128,
     )
     row = rec.as_row()
     assert len(row["status"]) == 16 and len(row["provider"]) == 100 and len(row["model_name"]) == 200

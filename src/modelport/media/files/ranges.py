@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 from modelport.errors import RangeNotSatisfiable
 
+# More digits than any file size: such a position is "past the end" (never parsed: Python refuses to parse
+# ints over 4,300 digits, and no size needs 19).
+_MAX_DIGITS = 18
+_BEYOND = 10**_MAX_DIGITS
+
 _SINGLE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
 
@@ -34,25 +39,30 @@ def parse_range(header: str | None, size: int) -> ByteRange | None:
     match = _SINGLE.match(header)
     if match is None:
         return None
-    first, last = match.group(1), match.group(2)
-    if not first and not last:
+    first, last = _position(match.group(1)), _position(match.group(2))
+    if first is None and last is None:
         return None
-    if not first:
+    if first is None:
         # Suffix range: the last N bytes.
-        suffix = int(last)
+        assert last is not None
+        suffix = last
         if suffix == 0 or size == 0:
             raise _unsatisfiable(size)
         return ByteRange(max(size - suffix, 0), size)
-    start = int(first)
-    if last and int(last) < start:
+    start = first
+    if last is not None and last < start:
         return None  # invalid range-spec: ignore the header
     if start >= size:
         raise _unsatisfiable(size)
-    end = min(int(last) + 1, size) if last else size
+    end = min(last + 1, size) if last is not None else size
     return ByteRange(start, end)
 
 
+def _position(digits: str) -> int | None:
+    if not digits:
+        return None
+    return int(digits) if len(digits) <= _MAX_DIGITS else _BEYOND
+
+
 def _unsatisfiable(size: int) -> RangeNotSatisfiable:
-    return RangeNotSatisfiable(
-        f"the file has {size} bytes", headers={"Content-Range": f"bytes */{size}"}
-    )
+    return RangeNotSatisfiable(f"the file has {size} bytes", headers={"Content-Range": f"bytes */{size}"})

@@ -38,9 +38,15 @@ class Usage:
 def _record(row: Row[Any]) -> FileRecord:
     m = row._mapping
     return FileRecord(
-        id=m["id"], team_id=m["team_id"], type=m["type"], mime_type=m["mime_type"], name=m["name"],
-        size_bytes=int(m["size_bytes"]), storage_key=m["storage_key"],
-        created_at_ms=int(m["created_at_ms"]), expires_at_ms=int(m["expires_at_ms"]),
+        id=m["id"],
+        team_id=m["team_id"],
+        type=m["type"],
+        mime_type=m["mime_type"],
+        name=m["name"],
+        size_bytes=int(m["size_bytes"]),
+        storage_key=m["storage_key"],
+        created_at_ms=int(m["created_at_ms"]),
+        expires_at_ms=int(m["expires_at_ms"]),
     )
 
 
@@ -59,11 +65,19 @@ async def insert_within_quota(
         usage = await _usage(conn, record.team_id, now_ms)
         if usage.files + 1 > max_files or usage.bytes + record.size_bytes > max_bytes:
             return False
-        await conn.execute(insert(media_files).values(
-            id=record.id, team_id=record.team_id, type=record.type, mime_type=record.mime_type,
-            name=record.name, size_bytes=record.size_bytes, storage_key=record.storage_key,
-            created_at_ms=record.created_at_ms, expires_at_ms=record.expires_at_ms,
-        ))
+        await conn.execute(
+            insert(media_files).values(
+                id=record.id,
+                team_id=record.team_id,
+                type=record.type,
+                mime_type=record.mime_type,
+                name=record.name,
+                size_bytes=record.size_bytes,
+                storage_key=record.storage_key,
+                created_at_ms=record.created_at_ms,
+                expires_at_ms=record.expires_at_ms,
+            )
+        )
     return True
 
 

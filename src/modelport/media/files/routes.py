@@ -1,4 +1,4 @@
-"""HTTP routes of team media files, and `install` (start-up hooks: the retention sweeper).
+"""HTTP routes of team media files.
 
 - `POST   /api/v1/media/files`            upload (multipart/form-data, form part `file`)
 - `GET    /api/v1/media/files`            list the team's live files (`limit`, `offset`)
@@ -17,16 +17,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from modelport.accounts.auth import AuthContext
-from modelport.apps.deps import get_runtime, media_auth
-from modelport.apps.envelope import ok
 from modelport.errors import NotFound, PayloadTooLarge
-from modelport.media.files.binding import files_service
 from modelport.media.files.multipart import BODY_OVERHEAD_BYTES, FormFileReader, multipart_boundary
 from modelport.media.files.ranges import parse_range
 from modelport.media.files.repository import FileRecord
+from modelport.media.files.service import FILES
 from modelport.media.files.storage import ObjectMissing
-from modelport.media.files.sweeper import Sweeper
-from modelport.runtime import Runtime
+from modelport.web.deps import get_services, media_auth
+from modelport.web.envelope import ok
 
 log = logging.getLogger("modelport.media.files")
 router = APIRouter(tags=["media files"])
@@ -49,7 +47,7 @@ _UPLOAD_BODY: dict[str, Any] = {
 
 @router.post("/api/v1/media/files", summary="Upload one image, video or audio file", openapi_extra=_UPLOAD_BODY)
 async def upload_file(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
-    service = files_service(get_runtime(request))
+    service = get_services(request)[FILES]
     boundary = multipart_boundary(request.headers.get("content-type"))
     max_body = service.settings.max_upload_bytes + BODY_OVERHEAD_BYTES
     declared = request.headers.get("content-length", "")
@@ -65,13 +63,13 @@ async def upload_file(request: Request, auth: AuthContext = Depends(media_auth))
 async def list_files(
     request: Request, limit: int = 20, offset: int = 0, auth: AuthContext = Depends(media_auth)
 ) -> Response:
-    service = files_service(get_runtime(request))
+    service = get_services(request)[FILES]
     return ok(await service.list_page(auth.team_id, limit=limit, offset=offset))
 
 
 @router.delete("/api/v1/media/files/{file_id}", summary="Delete one of the team's files")
 async def delete_file(request: Request, file_id: str, auth: AuthContext = Depends(media_auth)) -> Response:
-    service = files_service(get_runtime(request))
+    service = get_services(request)[FILES]
     return ok(await service.delete(auth.team_id, file_id))
 
 
@@ -79,7 +77,7 @@ async def delete_file(request: Request, file_id: str, auth: AuthContext = Depend
 async def download_file(
     request: Request, file_id: str, expires: str | None = None, signature: str | None = None
 ) -> Response:
-    service = files_service(get_runtime(request))
+    service = get_services(request)[FILES]
     record = await service.find_signed(file_id, expires, signature)
     headers = _download_headers(record)
     if_range = request.headers.get("if-range")
@@ -112,13 +110,3 @@ def _download_headers(record: FileRecord) -> dict[str, str]:
         "X-Content-Type-Options": "nosniff",
         "Content-Security-Policy": "default-src 'none'; sandbox",
     }
-
-
-def install(runtime: Runtime) -> None:
-    """Register the sweeper with the runtime's start-up/shut-down hooks."""
-    service = files_service(runtime)
-    sweeper = Sweeper(service, runtime.settings.files.sweep_interval_seconds)
-
-    # (The plain-http public URL warning is printed by `modelport serve` at start-up.)
-    runtime.on_startup(sweeper.start)
-    runtime.on_shutdown(sweeper.stop)

@@ -1,7 +1,7 @@
 """Team media files: upload, list, delete, signed download, resolution of our own URLs, sweeping.
 
-One `FilesService` per process (see `runtime_files`). It holds no state shared between processes: the
-database is the record, the store holds the bytes.
+One `FilesService` per process (`services[FILES]`, built in `apps/assemble.py`). It holds no state shared
+between processes: the database is the record, the store holds the bytes.
 
 Quota is checked twice: before reading the body (fail fast, and to know how many bytes may still come)
 and again atomically with the insert (repository.insert_within_quota), so racing uploads of one team can
@@ -23,14 +23,18 @@ from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, NotFound, QuotaExceeded
 from modelport.media.files import repository as repo
 from modelport.media.files.checked_stream import CheckedStream
-from modelport.media.files.config import FilesSettings
 from modelport.media.files.repository import FileRecord
 from modelport.media.files.signing import build_download_url, check_signature, derive_key, parse_download_url
 from modelport.media.files.storage import FileStore, ObjectMissing
+from modelport.services import ServiceKey
+from modelport.settings import FilesSettings
 
 log = logging.getLogger("modelport.media.files")
 
 MAX_PAGE = 100
+# Far past any team's file quota; bounds the value before it reaches a 64-bit SQL parameter.
+MAX_OFFSET = 1_000_000
+FILES: ServiceKey[FilesService] = ServiceKey("files")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +87,23 @@ class FilesService:
         assert detected is not None  # CheckedStream raises before finishing without a type
         created = self._clock()
         record = FileRecord(
-            id=file_id, team_id=team_id, type=detected.type, mime_type=detected.mime_type,
-            name=clean_name(filename(), detected.extension), size_bytes=size, storage_key=key,
-            created_at_ms=created, expires_at_ms=created + self.settings.retention_seconds * 1000,
+            id=file_id,
+            team_id=team_id,
+            type=detected.type,
+            mime_type=detected.mime_type,
+            name=clean_name(filename(), detected.extension),
+            size_bytes=size,
+            storage_key=key,
+            created_at_ms=created,
+            expires_at_ms=created + self.settings.retention_seconds * 1000,
         )
         try:
             inserted = await repo.insert_within_quota(
-                self.engine, record, max_files=self.settings.quota_files,
-                max_bytes=self.settings.quota_bytes, now_ms=self._clock(),
+                self.engine,
+                record,
+                max_files=self.settings.quota_files,
+                max_bytes=self.settings.quota_bytes,
+                now_ms=self._clock(),
             )
         except BaseException:
             await self.store.delete(key)
@@ -108,8 +121,8 @@ class FilesService:
     async def list_page(self, team_id: str, *, limit: int, offset: int) -> dict[str, Any]:
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidParameters(f"limit must be between 1 and {MAX_PAGE}", param="limit")
-        if offset < 0:
-            raise InvalidParameters("offset must be 0 or more", param="offset")
+        if not 0 <= offset <= MAX_OFFSET:
+            raise InvalidParameters(f"offset must be between 0 and {MAX_OFFSET}", param="offset")
         records, total = await repo.list_files(self.engine, team_id, self._clock(), limit=limit, offset=offset)
         return {"files": [self.view(r) for r in records], "total": total, "limit": limit, "offset": offset}
 
@@ -135,6 +148,10 @@ class FilesService:
     def download_url(self, record: FileRecord) -> str:
         return build_download_url(self.public_base_url, self._key, record.id, record.expires_at_ms)
 
+    def signed_url(self, file_id: str, expires_at_ms: int) -> str:
+        """The download URL of a file whose row is known to expire at `expires_at_ms` (task results)."""
+        return build_download_url(self.public_base_url, self._key, file_id, expires_at_ms)
+
     async def resolve(self, url: str) -> ResolvedFile | None:
         """Read one of our own download URLs without a network fetch.
 
@@ -152,8 +169,11 @@ class FilesService:
         except ObjectMissing as exc:
             raise InvalidParameters("the media file URL cannot be used: its bytes are gone") from exc
         return ResolvedFile(
-            mime_type=record.mime_type, chunks=chunks, size_bytes=record.size_bytes,
-            type=record.type, name=record.name,
+            mime_type=record.mime_type,
+            chunks=chunks,
+            size_bytes=record.size_bytes,
+            type=record.type,
+            name=record.name,
         )
 
     # -- retention --------------------------------------------------------------------------------
@@ -173,6 +193,9 @@ class FilesService:
                 return removed
 
     # -- views ------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        await self.store.aclose()
 
     def view(self, record: FileRecord) -> dict[str, Any]:
         url = self.download_url(record)

@@ -60,7 +60,7 @@ def parse_download_url(public_base: str, url: str) -> DownloadRef | None:
     prefix = base.path + DOWNLOAD_PATH
     if not parts.path.startswith(prefix):
         return None
-    file_id = parts.path[len(prefix):]
+    file_id = parts.path[len(prefix) :]
     if not _FILE_ID.match(file_id):
         return None
     query = parse_qs(parts.query)

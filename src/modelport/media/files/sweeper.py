@@ -12,8 +12,10 @@ import logging
 import random
 
 from modelport.media.files.service import FilesService
+from modelport.services import ServiceKey
 
 log = logging.getLogger("modelport.media.files.sweeper")
+FILES_SWEEPER: ServiceKey[Sweeper] = ServiceKey("files sweeper")
 
 
 class Sweeper:
@@ -26,7 +28,7 @@ class Sweeper:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="media-files-sweeper")
 
-    async def stop(self) -> None:
+    async def aclose(self) -> None:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

@@ -27,6 +27,7 @@ from modelport.core.parts import (
     ToolCallPart,
     ToolResultPart,
 )
+from modelport.core.reasoning_carry import unwrap_openai
 from modelport.core.validate import as_list, as_object, as_str, opt_bool, opt_str, require, require_str
 from modelport.errors import InvalidParameters
 from modelport.protocols.anthropic_messages.content import PROTOCOL, arguments_from_input
@@ -78,11 +79,13 @@ def decode_block(raw: Any, param: str) -> InputPart | None:
     if kind == "tool_result":
         return _decode_tool_result(block, param)
     if kind == "thinking":
-        return ReasoningPart(
-            text=require_str(block, "thinking", f"{param}.thinking"),
-            signature=opt_str(block, "signature", f"{param}.signature"),
-            extras=_rest(block, "thinking", "signature"),
-        )
+        text = require_str(block, "thinking", f"{param}.thinking")
+        signature = opt_str(block, "signature", f"{param}.signature")
+        carried = unwrap_openai(signature)
+        if carried is not None:
+            # An OpenAI reasoning item we handed out as this block's signature: it goes back as that item.
+            return ReasoningPart(text=text, id=carried.id, encrypted_content=carried.encrypted_content)
+        return ReasoningPart(text=text, signature=signature, extras=_rest(block, "thinking", "signature"))
     if kind == "redacted_thinking":
         return ReasoningPart(redacted=require_str(block, "data", f"{param}.data"), extras=_rest(block, "data"))
     # Server tool calls and results, search results, compaction, ...: only an Anthropic upstream knows them.

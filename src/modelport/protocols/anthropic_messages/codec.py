@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from modelport.core.codec import ProtocolName
 from modelport.core.messages import CanonicalRequest
 from modelport.core.response import CanonicalResponse
 from modelport.core.usage import Usage
@@ -12,9 +14,58 @@ from modelport.protocols.anthropic_messages.content import PROTOCOL
 from modelport.protocols.anthropic_messages.stream_decode import MessagesStreamDecoder
 from modelport.protocols.anthropic_messages.stream_encode import MessagesStreamEncoder
 
+# Sent to Anthropic upstreams when the client named no `anthropic-version`.
+API_VERSION = "2023-06-01"
+
+
+# HTTP status → Anthropic's error type (its SDKs raise the matching exception class).
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_error_type(status: int | None, fallback: str) -> str:
+    if status is None:
+        return fallback if fallback in ERROR_TYPES.values() else "api_error"
+    return ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
+
 
 class AnthropicMessagesCodec:
-    name = PROTOCOL
+    name = ProtocolName(PROTOCOL)
+    response_id_prefix = "msg_"
+    upstream_path = "/v1/messages"
+    forwarded_headers: tuple[str, ...] = ("anthropic-version", "anthropic-beta")
+    # Messages requires `max_tokens`.
+    requires_output_cap = True
+
+    def is_terminal(self, event: str | None, data: str) -> bool:
+        return event in ("message_stop", "error")
+
+    def is_error_event(self, event: str | None, data: str) -> bool:
+        return event == "error"
+
+    def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
+        if not stream:
+            body.pop("stream_options", None)
+        return False
+
+    def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
+        headers = {"anthropic-version": client_headers.get("anthropic-version", API_VERSION)}
+        if "anthropic-beta" in client_headers:
+            headers["anthropic-beta"] = client_headers["anthropic-beta"]
+        return headers
 
     def decode_request(self, body: dict[str, Any]) -> CanonicalRequest:
         return request_decode.decode_request(body)
@@ -47,11 +98,12 @@ class AnthropicMessagesCodec:
         return usage.MessagesUsageSniffer()
 
     def error_body(
-        self, message: str, type: str, *, code: str | None = None, param: str | None = None
+        self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
     ) -> dict[str, Any]:
-        """Anthropic's ``{"type": "error", "error": {type, message}}``; the interface's optional ``code``
-        and ``param`` ride inside ``error`` (the SDKs ignore unknown keys)."""
-        error: dict[str, Any] = {"type": type, "message": message}
+        """Anthropic's ``{"type": "error", "error": {type, message}}`` with Anthropic's error type for the
+        HTTP `status` (docs/api/errors.md); the optional ``code`` and ``param`` ride inside ``error`` (the
+        SDKs ignore unknown keys)."""
+        error: dict[str, Any] = {"type": anthropic_error_type(status, type), "message": message}
         if code is not None:
             error["code"] = code
         if param is not None:

@@ -14,11 +14,12 @@ from modelport.core.messages import (
     CanonicalRequest,
     Message,
     ReasoningConfig,
+    ResponseFormat,
     ToolChoice,
     ToolChoiceMode,
     ToolSpec,
 )
-from modelport.core.parts import TextPart
+from modelport.core.parts import InputPart, TextPart
 from modelport.core.validate import (
     as_list,
     as_object,
@@ -90,19 +91,33 @@ def decode_request(body: dict[str, Any]) -> CanonicalRequest:
 def _decode_message(raw: Any, param: str) -> Message:
     msg = as_object(raw, param)
     role = require_str(msg, "role", f"{param}.role")
-    if role not in ("user", "assistant"):
-        hint = " Use the top-level 'system' parameter for system instructions." if role == "system" else ""
+    if role not in ("user", "assistant", "system"):
         raise InvalidParameters(
-            f"Invalid '{param}.role': '{role}' is not a valid role; expected 'user' or 'assistant'.{hint}",
+            f"Invalid '{param}.role': '{role}' is not a valid role; expected 'user', 'assistant' or 'system'.",
             param=f"{param}.role",
         )
     content = require(msg, "content", f"{param}.content")
     extras = {k: v for k, v in msg.items() if k not in ("role", "content")}
     if isinstance(content, str):
         extras["_string"] = True
+    if role == "system":
+        # A mid-conversation system turn (the `mid-conversation-system` beta Claude Code sends): text only.
+        return Message(role="system", parts=_system_turn(content, f"{param}.content"), extras=extras)
     return Message(
         role="user" if role == "user" else "assistant", parts=decode_content(content, f"{param}.content"), extras=extras
     )
+
+
+def _system_turn(content: Any, param: str) -> list[InputPart]:
+    if isinstance(content, str):
+        return [TextPart(text=content)]
+    parts = decode_content(content, param)
+    for i, part in enumerate(parts):
+        if not isinstance(part, TextPart):
+            raise InvalidParameters(
+                f"Invalid '{param}[{i}].type': system messages take text blocks only.", param=f"{param}[{i}].type"
+            )
+    return parts
 
 
 def _decode_system(value: Any, req: CanonicalRequest) -> None:
@@ -131,10 +146,24 @@ def _decode_generation(body: dict[str, Any], req: CanonicalRequest) -> None:
     opt_int(body, "top_k", "top_k", minimum=0)  # validated; carried in extras
     stops = opt_list(body, "stop_sequences", "stop_sequences") or []
     req.stop = [as_str(s, f"stop_sequences[{i}]") for i, s in enumerate(stops)]
+    _decode_output_format(body, req)
     metadata = opt_object(body, "metadata", "metadata")
     if metadata is not None:
         # Anthropic's end-user id is the canonical `user` (Chat's `user`, Responses' `safety_identifier`).
         req.user = opt_str(metadata, "user_id", "metadata.user_id")
+
+
+def _decode_output_format(body: dict[str, Any], req: CanonicalRequest) -> None:
+    """``output_config.format`` (structured output): the canonical response format, so OpenAI upstreams get
+    it as ``response_format`` / ``text.format`` (the raw object stays in extras for an Anthropic upstream)."""
+    config = opt_object(body, "output_config", "output_config")
+    fmt = opt_object(config, "format", "output_config.format") if config is not None else None
+    if fmt is None:
+        return
+    if require_str(fmt, "type", "output_config.format.type") != "json_schema":
+        return
+    schema = as_object(require(fmt, "schema", "output_config.format.schema"), "output_config.format.schema")
+    req.response_format = ResponseFormat(type="json_schema", name="output", schema=schema)
 
 
 def _decode_tools(body: dict[str, Any], req: CanonicalRequest) -> None:

@@ -13,7 +13,7 @@ import base64
 import binascii
 from typing import Any
 
-from modelport.core.messages import CanonicalRequest, Message, ReasoningConfig, ToolChoice, ToolSpec
+from modelport.core.messages import CanonicalRequest, Message, ReasoningConfig, ResponseFormat, ToolChoice, ToolSpec
 from modelport.core.parts import (
     AudioPart,
     FilePart,
@@ -28,10 +28,12 @@ from modelport.core.parts import (
 )
 from modelport.errors import InvalidParameters
 from modelport.protocols.anthropic_messages.content import PROTOCOL, block_from_part
+from modelport.protocols.responses_tools_carry import carried_tools
 
 # Messages requires max_tokens; a client of another protocol may not have sent a cap.
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
+MIN_ANSWER_TOKENS = 1024
 _EFFORT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
 
 
@@ -40,11 +42,23 @@ def encode_request(req: CanonicalRequest, upstream_model: str) -> dict[str, Any]
     hints = req.extras_for(PROTOCOL)
     max_tokens = req.max_output_tokens or DEFAULT_MAX_TOKENS
     body: dict[str, Any] = {"model": upstream_model, "max_tokens": max_tokens}
-    system = _encode_system(req.system, same, bool(hints.get("_system_string")))
+    turns = req.messages
+    system_parts = req.system
+    if not same and any(m.role == "system" for m in turns):
+        # Without the client's beta, a mid-conversation system turn can only join the system prompt.
+        system_parts = system_parts + [
+            p for m in turns if m.role == "system" for p in m.parts if isinstance(p, TextPart)
+        ]
+        turns = [m for m in turns if m.role != "system"]
+    system = _encode_system(system_parts, same, bool(hints.get("_system_string")))
     if system is not None:
         body["system"] = system
-    body["messages"] = _encode_messages(req.messages, same)
+    body["messages"] = _encode_messages(turns, same)
     thinking = None if same else _thinking(req.reasoning, max_tokens)
+    if thinking is not None and not _thinking_replayable(body["messages"]):
+        # The turn being answered has no signed thinking (it came through a protocol that cannot carry
+        # one): Anthropic refuses such a request with thinking on, so this turn runs without it.
+        thinking = None
     if thinking is not None:
         body["thinking"] = thinking
     if req.stop:
@@ -54,7 +68,7 @@ def encode_request(req: CanonicalRequest, upstream_model: str) -> dict[str, Any]
         body["temperature"] = min(req.temperature, 1.0)  # Chat allows up to 2, Messages up to 1
     if req.top_p is not None and (same or thinking is None):
         body["top_p"] = req.top_p
-    tools = [_encode_tool(t, same) for t in req.tools]
+    tools = [_encode_tool(t, same) for t in [*req.tools, *carried_tools(req, PROTOCOL)]]
     for position, raw in hints.get("_server_tools", []):
         tools.insert(min(position, len(tools)), raw)
     if tools:
@@ -64,6 +78,9 @@ def encode_request(req: CanonicalRequest, upstream_model: str) -> dict[str, Any]
             body["tool_choice"] = choice
     if req.user:
         body["metadata"] = {"user_id": req.user}
+    output_format = None if same else _output_format(req.response_format)
+    if output_format is not None:
+        body["output_config"] = {"format": output_format}
     body["stream"] = req.stream
     body.update({k: v for k, v in hints.items() if not k.startswith("_")})
     return body
@@ -78,13 +95,38 @@ def _encode_system(parts: list[TextPart], same: bool, was_string: bool) -> str |
 
 
 def _thinking(reasoning: ReasoningConfig | None, max_tokens: int) -> dict[str, Any] | None:
+    """Thinking from another protocol's reasoning settings. The budget leaves room for the answer (at least
+    `MIN_ANSWER_TOKENS`, or a quarter of the cap) and meets the API's minimum, else thinking stays off."""
     if reasoning is None or not reasoning.enabled:
         return None
-    budget = reasoning.budget_tokens or _EFFORT_BUDGETS.get(reasoning.effort or "", 0)
-    budget = min(budget, max_tokens - 1)  # the API wants budget_tokens < max_tokens
+    if reasoning.effort == "none":
+        return None
+    wanted = reasoning.budget_tokens or _EFFORT_BUDGETS.get(reasoning.effort or "medium", _EFFORT_BUDGETS["medium"])
+    budget = min(wanted, max_tokens - max(MIN_ANSWER_TOKENS, max_tokens // 4))
     if budget < MIN_THINKING_BUDGET:
         return None
     return {"type": "enabled", "budget_tokens": budget}
+
+
+def _output_format(fmt: ResponseFormat | None) -> dict[str, Any] | None:
+    """Structured output from an OpenAI client: Messages' ``output_config.format`` takes a JSON schema
+    (``json_object`` becomes the schema of any object)."""
+    if fmt is None or fmt.type == "text":
+        return None
+    schema = fmt.schema if fmt.type == "json_schema" and fmt.schema is not None else {"type": "object"}
+    return {"type": "json_schema", "schema": schema}
+
+
+def _thinking_replayable(messages: list[dict[str, Any]]) -> bool:
+    """Whether a request with thinking on is one Anthropic accepts: when the last turn answers tool calls, the
+    assistant turn that made them must start with a (redacted) thinking block."""
+    if len(messages) < 2 or messages[-1]["role"] != "user" or messages[-2]["role"] != "assistant":
+        return True
+    content = messages[-2]["content"]
+    blocks = content if isinstance(content, list) else []
+    if not any(b.get("type") == "tool_use" for b in blocks):
+        return True
+    return bool(blocks) and blocks[0].get("type") in ("thinking", "redacted_thinking")
 
 
 def _encode_tool(tool: ToolSpec, same: bool) -> dict[str, Any]:
@@ -119,7 +161,8 @@ def _encode_tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dic
 def _encode_messages(messages: list[Message], same: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for msg in messages:
-        role = "assistant" if msg.role == "assistant" else "user"  # tool results travel in user turns
+        # Tool results travel in user turns; a system turn only comes from a Messages client.
+        role = msg.role if msg.role in ("assistant", "system") else "user"
         blocks = [b for b in (_encode_part(p, msg.role, same) for p in msg.parts) if b is not None]
         if not blocks:
             continue  # the API rejects empty content
@@ -156,11 +199,20 @@ def _encode_part(part: InputPart, role: str, same: bool) -> dict[str, Any] | Non
         raise InvalidParameters("Audio input is not supported by this model.", param="messages")
     if isinstance(part, ToolResultPart):
         return _tool_result(part, same)
-    if isinstance(part, ReasoningPart) and (role != "assistant" or not (same or part.signature or part.redacted)):
+    if isinstance(part, ReasoningPart) and not _replayable(part, role, same):
         return None  # only a block signed by Anthropic can be replayed; other reasoning is dropped
     if isinstance(part, TextPart | RefusalPart | ReasoningPart | ToolCallPart | OpaquePart):
         return block_from_part(part, same)
     return None
+
+
+def _replayable(part: ReasoningPart, role: str, same: bool) -> bool:
+    if role != "assistant":
+        return False
+    if part.signature or part.redacted is not None:
+        return True
+    # From a Messages client, an unsigned block goes as sent, unless it is OpenAI reasoning we carried.
+    return same and part.id is None and part.encrypted_content is None
 
 
 def _image(part: ImagePart, extras: dict[str, Any]) -> dict[str, Any]:

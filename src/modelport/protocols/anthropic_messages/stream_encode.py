@@ -33,6 +33,7 @@ from modelport.core.events import (
     ToolCallStart,
     UsageUpdate,
 )
+from modelport.core.reasoning_carry import wrap_openai
 from modelport.core.response import StopReason
 from modelport.core.usage import Usage
 from modelport.protocols.anthropic_messages.response import message_id
@@ -53,6 +54,9 @@ class _Block:
     ended: bool = False  # PartEnd seen while still pending
     wire: int = -1
     deltas: list[dict[str, Any]] = field(default_factory=list)
+    signed: bool = False  # a signature_delta went out (or is queued)
+    carry_id: str | None = None  # OpenAI reasoning to carry in the signature (core.reasoning_carry)
+    carry_enc: str | None = None
 
     @property
     def sequential(self) -> bool:
@@ -147,14 +151,25 @@ class MessagesStreamEncoder:
     def _reasoning(self, event: ReasoningDelta) -> bytes:
         if event.redacted is not None:
             return self._part(event.index, {"type": "redacted_thinking", "data": event.redacted}, [])
+        block = self._blocks.get(event.index)
+        if block is not None and block.state == "done" and not event.text:
+            return b""  # late metadata (e.g. re-encrypted reasoning in the final response): no empty block
         deltas: list[dict[str, Any]] = []
         if event.text:
             deltas.append({"type": "thinking_delta", "thinking": event.text})
         if event.signature:
             deltas.append({"type": "signature_delta", "signature": event.signature})
-        if not deltas and event.index not in self._blocks:
-            return b""  # nothing to show (e.g. an OpenAI reasoning item with only encrypted content)
-        return self._part(event.index, {"type": "thinking", "thinking": "", "signature": ""}, deltas)
+        carries = event.id is not None or event.encrypted_content is not None
+        if not deltas and not carries and block is None:
+            return b""
+        out = self._part(event.index, {"type": "thinking", "thinking": "", "signature": ""}, deltas)
+        block = self._blocks[event.index]
+        block.signed = block.signed or bool(event.signature)
+        if event.id is not None:
+            block.carry_id = event.id
+        if event.encrypted_content is not None:
+            block.carry_enc = event.encrypted_content
+        return out
 
     def _part(self, index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> bytes:
         out = b""
@@ -198,7 +213,14 @@ class MessagesStreamEncoder:
         block = self._blocks[self._open]
         block.state = "done"
         self._open = None
-        return frame({"type": "content_block_stop", "index": block.wire})
+        out = b""
+        if block.start["type"] == "thinking" and not block.signed:
+            # OpenAI reasoning travels in the signature so the client can send it back next turn.
+            signature = wrap_openai(block.carry_id, block.carry_enc)
+            if signature is not None:
+                delta = {"type": "signature_delta", "signature": signature}
+                out += frame({"type": "content_block_delta", "index": block.wire, "delta": delta})
+        return out + frame({"type": "content_block_stop", "index": block.wire})
 
     def _end(self, index: int) -> bytes:
         block = self._blocks.get(index)

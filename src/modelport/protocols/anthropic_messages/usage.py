@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from modelport.core.usage import Usage, as_count
+from modelport.core.usage import Usage, as_count, as_optional_count
 
 _COUNT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
@@ -29,7 +29,7 @@ def usage_from_wire(raw: Any) -> Usage | None:
         output_tokens=as_count(raw.get("output_tokens")),
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
-        reasoning_tokens=as_count(details.get("thinking_tokens")),
+        reasoning_tokens=as_optional_count(details.get("thinking_tokens")),
     )
 
 

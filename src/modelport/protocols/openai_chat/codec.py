@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from modelport.core.codec import ProtocolName, openai_error_body
 from modelport.core.messages import CanonicalRequest
 from modelport.core.response import CanonicalResponse
 from modelport.core.usage import Usage
@@ -13,7 +15,31 @@ from modelport.protocols.openai_chat.stream_encode import ChatStreamEncoder
 
 
 class OpenAIChatCodec:
-    name = "openai_chat"
+    name = ProtocolName.OPENAI_CHAT
+    response_id_prefix = "chatcmpl-"
+    upstream_path = "/chat/completions"
+    forwarded_headers: tuple[str, ...] = ()
+    requires_output_cap = False
+
+    def is_terminal(self, event: str | None, data: str) -> bool:
+        return data.strip() == "[DONE]"
+
+    def is_error_event(self, event: str | None, data: str) -> bool:
+        return data.startswith('{"error"')
+
+    def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
+        if not stream:
+            body.pop("stream_options", None)
+            return False
+        # Always ask for usage so the stream can be billed; hide it if the client did not ask.
+        options = dict(body.get("stream_options") or {})
+        strip_usage = fast and not options.get("include_usage")
+        options["include_usage"] = True
+        body["stream_options"] = options
+        return strip_usage
+
+    def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
+        return {}
 
     def decode_request(self, body: dict[str, Any]) -> CanonicalRequest:
         return request_decode.decode_request(body)
@@ -44,6 +70,6 @@ class OpenAIChatCodec:
         return usage.ChatUsageSniffer()
 
     def error_body(
-        self, message: str, type: str, *, code: str | None = None, param: str | None = None
+        self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
     ) -> dict[str, Any]:
-        return {"error": {"message": message, "type": type, "param": param, "code": code}}
+        return openai_error_body(message, type, code=code, param=param)

@@ -13,9 +13,8 @@ from typing import Any
 
 from modelport.core.media import (
     check_inline_media,
-    is_provider_file_id,
     is_remote_url,
-    parse_data_url,
+    media_reference,
 )
 from modelport.core.messages import (
     CanonicalRequest,
@@ -326,13 +325,10 @@ def _decode_image(part: dict[str, Any], param: str) -> ImagePart | None:
         )
     extras = _message_extras(part, ("type", "image_url"))
     extras.update({f"_image.{k}": v for k, v in image.items() if k not in ("url", "detail")})
-    if url.startswith("data:"):
-        media_type, data = _inline(url, url_param)
-        return ImagePart(data=data, media_type=media_type, detail=detail, extras=extras)
-    _reject_provider_id(url, url_param)
-    if not is_remote_url(url):
+    ref = media_reference(url, url_param)
+    if ref is None:
         return None
-    return ImagePart(url=url, detail=detail, extras=extras)
+    return ImagePart(url=ref.url, data=ref.data, media_type=ref.media_type, detail=detail, extras=extras)
 
 
 def _decode_file(part: dict[str, Any], param: str) -> FilePart | None:
@@ -359,12 +355,9 @@ def _decode_file(part: dict[str, Any], param: str) -> FilePart | None:
         raise InvalidParameters(f"Missing required parameter: '{fp}.file_id'.", param=f"{fp}.file_id")
     if fmt is not None:
         extras["_format"] = True
-    if source.startswith("data:"):
-        media_type, data = _inline(source, source_param)
-        return FilePart(data=data, media_type=fmt or media_type, filename=filename, extras=extras)
-    _reject_provider_id(source, source_param)
-    if is_remote_url(source):
-        return FilePart(url=source, media_type=fmt, filename=filename, extras=extras)
+    ref = media_reference(source, source_param)
+    if ref is not None:
+        return FilePart(url=ref.url, data=ref.data, media_type=fmt or ref.media_type, filename=filename, extras=extras)
     if file_data is not None and file_id is None:
         # OpenAI also accepts bare base64 in file_data.
         check_inline_media(source, source_param)
@@ -389,26 +382,6 @@ def _decode_audio(part: dict[str, Any], param: str) -> AudioPart:
         )
     check_inline_media(data, f"{ap}.data")
     return AudioPart(data=data, format=fmt, extras=_message_extras(part, ("type", "input_audio")))
-
-
-def _inline(url: str, param: str) -> tuple[str | None, str]:
-    parsed = parse_data_url(url)
-    if parsed is None:
-        raise InvalidParameters(
-            f"Invalid value for '{param}': expected a base64 data: URL (data:<mime>;base64,...).", param=param
-        )
-    media_type, data = parsed
-    check_inline_media(data, param)
-    return media_type, data
-
-
-def _reject_provider_id(value: str, param: str) -> None:
-    if is_provider_file_id(value):
-        raise InvalidParameters(
-            f"Invalid value for '{param}': provider file ids ('file-...') are not supported; pass a public "
-            "HTTPS URL or a base64 data: URL.",
-            param=param,
-        )
 
 
 def _decode_assistant(msg: dict[str, Any], param: str) -> Message:

@@ -22,6 +22,9 @@ from modelport.core.parts import (
     ToolCallPart,
     ToolResultPart,
 )
+from modelport.protocols.openai_common import carry_to_chat
+from modelport.protocols.openai_effort import effort_from_budget
+from modelport.protocols.responses_tools_carry import carried_tools
 
 PROTOCOL = "openai_chat"
 
@@ -58,7 +61,9 @@ def encode_request(
     body["stream"] = req.stream
     _encode_stream_options(req, body)
     if req.reasoning is not None:
-        effort = req.reasoning.effort or _effort_from_budget(req.reasoning.budget_tokens)
+        effort = req.reasoning.effort or effort_from_budget(req.reasoning.budget_tokens)
+        if req.reasoning.enabled and effort is None:
+            effort = "medium"  # thinking on without a budget (Anthropic `adaptive`)
         if not req.reasoning.enabled and req.reasoning.effort is None:
             effort = None
         _put(body, "reasoning_effort", effort)
@@ -68,7 +73,8 @@ def encode_request(
     if req.metadata is not None:
         body["metadata"] = dict(req.metadata)
 
-    tools = [_encode_tool(t, same) for t in req.tools] + list(hints.get("_other_tools", []))
+    own = [*req.tools, *carried_tools(req, PROTOCOL)]
+    tools = [_encode_tool(t, same) for t in own] + list(hints.get("_other_tools", []))
     if tools:
         body["tools"] = tools
     if "_tool_choice_raw" in hints:
@@ -76,23 +82,13 @@ def encode_request(
     elif req.tool_choice is not None:
         body["tool_choice"] = _encode_tool_choice(req.tool_choice)
     _put(body, "parallel_tool_calls", req.parallel_tool_calls)
+    carry_to_chat(req, body)
     return body
 
 
 def _put(body: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         body[key] = value
-
-
-def _effort_from_budget(budget: int | None) -> str | None:
-    """Anthropic-style thinking budget → the closest OpenAI effort."""
-    if budget is None:
-        return None
-    if budget <= 2048:
-        return "low"
-    if budget <= 16384:
-        return "medium"
-    return "high"
 
 
 def _encode_stream_options(req: CanonicalRequest, body: dict[str, Any]) -> None:
@@ -171,6 +167,9 @@ def _encode_messages(messages: list[Message], same: bool) -> list[dict[str, Any]
     for msg in messages:
         if msg.role == "assistant":
             out.append(_encode_assistant(msg, same))
+        elif msg.role == "system":
+            text = "\n\n".join(p.text for p in msg.parts if isinstance(p, TextPart))
+            out.append({"role": "system", "content": text})
         else:
             out.extend(_encode_user_or_tool(msg, same))
     return out

@@ -89,9 +89,15 @@ def encode_message(resp: CanonicalResponse, hints: dict[str, Any]) -> dict[str, 
     message.update(hints.get("_message", {} if hints else {"annotations": []}))
     if calls:
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _arguments(c.arguments)}}
+            for c in calls
         ]
     return message
+
+
+def _arguments(text: str) -> str:
+    """Never "": OpenAI clients parse the arguments as JSON (a tool without input from Anthropic has none)."""
+    return text if text.strip() else "{}"
 
 
 def encode_response(resp: CanonicalResponse, model: str) -> dict[str, Any]:

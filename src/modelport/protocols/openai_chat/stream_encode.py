@@ -17,6 +17,7 @@ import orjson
 
 from modelport.core.events import (
     Finish,
+    PartEnd,
     RefusalDelta,
     ResponseStart,
     StreamEvent,
@@ -48,6 +49,7 @@ class ChatStreamEncoder:
         self._finished = False
         self._closed = False
         self._tools: dict[int, int] = {}  # canonical part index → Chat tool_calls[].index
+        self._no_arguments: set[int] = set()  # calls whose arguments have not started yet
         self._usage: Usage | None = None
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
@@ -87,6 +89,7 @@ class ChatStreamEncoder:
                 return self._role(content=None, refusal="") + self._chunk({"refusal": text})
             case ToolCallStart(index=index, id=call_id, name=name):
                 wire_index = self._tools[index] = len(self._tools)
+                self._no_arguments.add(index)
                 call = {
                     "index": wire_index,
                     "id": call_id,
@@ -100,7 +103,10 @@ class ChatStreamEncoder:
             case ToolCallDelta(index=index, arguments=fragment):
                 if index not in self._tools or not fragment:
                     return b""
+                self._no_arguments.discard(index)
                 return self._chunk({"tool_calls": [{"index": self._tools[index], "function": {"arguments": fragment}}]})
+            case PartEnd(index=index):
+                return self._empty_arguments(index)
             case Finish(stop_reason=reason):
                 return self._finish(reason)
             case UsageUpdate(usage=usage):
@@ -110,11 +116,20 @@ class ChatStreamEncoder:
                 # Reasoning and part ends have no Chat form; stream errors go through `error()`.
                 return b""
 
+    def _empty_arguments(self, index: int) -> bytes:
+        """A call that ended with no argument text (an Anthropic tool without input sends only ``""``) gets
+        ``{}``: OpenAI clients parse the arguments as JSON, and ``""`` is not."""
+        if index not in self._no_arguments:
+            return b""
+        self._no_arguments.discard(index)
+        return self._chunk({"tool_calls": [{"index": self._tools[index], "function": {"arguments": "{}"}}]})
+
     def _finish(self, reason: StopReason | None) -> bytes:
         if self._finished:
             return b""
         self._finished = True
-        return self._role() + self._chunk({}, finish_reason_to_wire(reason))
+        out = b"".join(self._empty_arguments(i) for i in sorted(self._no_arguments))
+        return out + self._role() + self._chunk({}, finish_reason_to_wire(reason))
 
     def close(self) -> bytes:
         if self._closed:

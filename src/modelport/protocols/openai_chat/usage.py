@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from modelport.core.usage import Usage, as_count
+from modelport.core.usage import Usage, as_count, as_optional_count
 
 
 def usage_from_wire(raw: Any) -> Usage | None:
@@ -25,7 +25,7 @@ def usage_from_wire(raw: Any) -> Usage | None:
         output_tokens=as_count(raw.get("completion_tokens")),
         cache_read_tokens=as_count(prompt.get("cached_tokens")),
         cache_write_tokens=as_count(prompt.get("cache_write_tokens")),
-        reasoning_tokens=as_count(completion.get("reasoning_tokens")),
+        reasoning_tokens=as_optional_count(completion.get("reasoning_tokens")),
         audio_input_tokens=as_count(prompt.get("audio_tokens")),
         video_input_tokens=as_count(prompt.get("video_tokens")),
         image_input_tokens=as_count(prompt.get("image_tokens")),
@@ -49,7 +49,10 @@ def usage_to_wire(usage: Usage, base: dict[str, Any] | None = None) -> dict[str,
         prompt["video_tokens"] = usage.video_input_tokens
     if usage.image_input_tokens or "image_tokens" in prompt:
         prompt["image_tokens"] = usage.image_input_tokens
-    completion["reasoning_tokens"] = usage.reasoning_tokens
+    if usage.reasoning_tokens is not None:
+        completion["reasoning_tokens"] = usage.reasoning_tokens
+    else:
+        completion.pop("reasoning_tokens", None)  # unknown: the field is optional, so it is left out
     for key in ("audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"):
         completion.setdefault(key, 0)
     out["prompt_tokens_details"] = prompt

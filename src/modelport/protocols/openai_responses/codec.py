@@ -7,8 +7,12 @@ Beyond the `ProtocolCodec` interface, `encode_response` and `stream_encoder` acc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
+from modelport.core.codec import ProtocolName, openai_error_body
 from modelport.core.messages import CanonicalRequest
 from modelport.core.response import CanonicalResponse
 from modelport.core.usage import Usage
@@ -16,9 +20,35 @@ from modelport.protocols.openai_responses import request_decode, request_encode,
 from modelport.protocols.openai_responses.stream_decode import ResponsesStreamDecoder
 from modelport.protocols.openai_responses.stream_encode import ResponsesStreamEncoder
 
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+
 
 class OpenAIResponsesCodec:
-    name = "openai_responses"
+    name = ProtocolName.OPENAI_RESPONSES
+    response_id_prefix = "resp_"
+    upstream_path = "/responses"
+    forwarded_headers: tuple[str, ...] = ()
+    requires_output_cap = False
+
+    def is_terminal(self, event: str | None, data: str) -> bool:
+        kind = event
+        if kind is None and '"type"' in data:
+            try:
+                kind = orjson.loads(data).get("type")
+            except orjson.JSONDecodeError:
+                kind = None
+        return kind in _TERMINAL
+
+    def is_error_event(self, event: str | None, data: str) -> bool:
+        return event in ("error", "response.failed")
+
+    def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
+        if not stream:
+            body.pop("stream_options", None)
+        return False
+
+    def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
+        return {}
 
     def decode_request(self, body: dict[str, Any]) -> CanonicalRequest:
         return request_decode.decode_request(body)
@@ -49,6 +79,6 @@ class OpenAIResponsesCodec:
         return usage.ResponsesUsageSniffer()
 
     def error_body(
-        self, message: str, type: str, *, code: str | None = None, param: str | None = None
+        self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
     ) -> dict[str, Any]:
-        return {"error": {"message": message, "type": type, "param": param, "code": code}}
+        return openai_error_body(message, type, code=code, param=param)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from modelport.core.media import check_inline_media, is_provider_file_id, is_remote_url, parse_data_url
+from modelport.core.media import check_inline_media, inline_data_url, media_reference
 from modelport.core.messages import CanonicalRequest, Message
 from modelport.core.parts import (
     FilePart,
@@ -32,6 +32,7 @@ from modelport.core.parts import (
     ToolCallPart,
     ToolResultPart,
 )
+from modelport.core.reasoning_carry import unwrap_anthropic
 from modelport.core.validate import as_list, as_object, opt_list, opt_str, require, require_str
 from modelport.errors import InvalidParameters
 
@@ -247,26 +248,6 @@ def _reject_file_id(part: dict[str, Any], param: str) -> None:
         )
 
 
-def _reject_provider_url(value: str, param: str) -> None:
-    if is_provider_file_id(value):
-        raise InvalidParameters(
-            f"Invalid value for '{param}': provider file ids ('file-...') are not supported; pass a public "
-            "HTTPS URL or a base64 data: URL.",
-            param=param,
-        )
-
-
-def _inline(value: str, param: str) -> tuple[str | None, str]:
-    parsed = parse_data_url(value)
-    if parsed is None:
-        raise InvalidParameters(
-            f"Invalid value for '{param}': expected a base64 data: URL (data:<mime>;base64,...).", param=param
-        )
-    media_type, data = parsed
-    check_inline_media(data, param)
-    return media_type, data
-
-
 def _decode_image(part: dict[str, Any], param: str) -> ImagePart | None:
     _reject_file_id(part, param)
     url_param = f"{param}.image_url"
@@ -275,13 +256,10 @@ def _decode_image(part: dict[str, Any], param: str) -> ImagePart | None:
     if detail is not None and detail not in _IMAGE_DETAILS:
         raise InvalidParameters(f"Invalid value for '{param}.detail': '{detail}'.", param=f"{param}.detail")
     extras = _wire(part, ("type", "image_url", "detail", "file_id"))
-    if url.startswith("data:"):
-        media_type, data = _inline(url, url_param)
-        return ImagePart(data=data, media_type=media_type, detail=detail, extras=extras)
-    _reject_provider_url(url, url_param)
-    if not is_remote_url(url):
+    ref = media_reference(url, url_param)
+    if ref is None:
         return None
-    return ImagePart(url=url, detail=detail, extras=extras)
+    return ImagePart(url=ref.url, data=ref.data, media_type=ref.media_type, detail=detail, extras=extras)
 
 
 def _decode_file(part: dict[str, Any], param: str) -> FilePart | None:
@@ -293,7 +271,7 @@ def _decode_file(part: dict[str, Any], param: str) -> FilePart | None:
     if file_data is not None:
         dp = f"{param}.file_data"
         if file_data.startswith("data:"):
-            media_type, data = _inline(file_data, dp)
+            media_type, data = inline_data_url(file_data, dp)
             return FilePart(data=data, media_type=media_type, filename=filename, extras=extras)
         # OpenAI also accepts bare base64 here.
         check_inline_media(file_data, dp)
@@ -303,13 +281,12 @@ def _decode_file(part: dict[str, Any], param: str) -> FilePart | None:
             f"Missing required parameter: '{param}.file_url' (or '{param}.file_data').", param=f"{param}.file_url"
         )
     up = f"{param}.file_url"
-    if file_url.startswith("data:"):
-        media_type, data = _inline(file_url, up)
-        return FilePart(data=data, media_type=media_type, filename=filename, extras={**extras, "_in_url": True})
-    _reject_provider_url(file_url, up)
-    if not is_remote_url(file_url):
+    ref = media_reference(file_url, up)
+    if ref is None:
         return None  # a local path: ignored, as the interface says
-    return FilePart(url=file_url, filename=filename, extras=extras)
+    if ref.data is not None:
+        extras = {**extras, "_in_url": True}
+    return FilePart(url=ref.url, data=ref.data, media_type=ref.media_type, filename=filename, extras=extras)
 
 
 # --- tool and reasoning items ---------------------------------------------------------------------------
@@ -359,11 +336,16 @@ def _decode_reasoning(item: dict[str, Any], i: int) -> ReasoningPart:
     for j, raw in enumerate(summary):
         entry = as_object(raw, f"{param}.summary[{j}]")
         require_str(entry, "text", f"{param}.summary[{j}].text")
+    encrypted = opt_str(item, "encrypted_content", f"{param}.encrypted_content")
+    carried = unwrap_anthropic(encrypted)
+    if carried is not None:
+        # An Anthropic thinking block we handed out as this item: it goes back as that block, text included.
+        return ReasoningPart(text=carried.text, signature=carried.signature, redacted=carried.redacted)
     extras = _wire(item, ("type", "id", "encrypted_content", "summary"))
     extras.update({"_item": i, "_summary": summary})
     return ReasoningPart(
         text="\n\n".join(summary_texts(summary)),
         id=opt_str(item, "id", f"{param}.id"),
-        encrypted_content=opt_str(item, "encrypted_content", f"{param}.encrypted_content"),
+        encrypted_content=encrypted,
         extras=extras,
     )

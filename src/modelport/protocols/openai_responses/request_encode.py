@@ -25,11 +25,15 @@ from modelport.core.parts import (
     ToolResultPart,
 )
 from modelport.errors import InvalidParameters
+from modelport.protocols.openai_common import carry_to_responses
+from modelport.protocols.openai_effort import effort_from_budget
 from modelport.protocols.openai_responses.input_decode import summary_texts
 from modelport.protocols.openai_responses.items import is_generated_id
 from modelport.protocols.openai_responses.request_decode import MIN_OUTPUT_TOKENS, PROTOCOL
 from modelport.protocols.openai_responses.text_format import text_to_wire
 from modelport.protocols.openai_responses.tools import tool_choice_to_wire, tools_to_wire
+
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 
 def _wire(extras: dict[str, Any]) -> dict[str, Any]:
@@ -71,6 +75,7 @@ def encode_request(req: CanonicalRequest, upstream_model: str) -> dict[str, Any]
     elif req.tool_choice is not None:
         body["tool_choice"] = tool_choice_to_wire(req.tool_choice)
     _put(body, "parallel_tool_calls", req.parallel_tool_calls)
+    carry_to_responses(req, body)
     return body
 
 
@@ -92,25 +97,19 @@ def _encode_reasoning(req: CanonicalRequest, hints: dict[str, Any], body: dict[s
     if "_reasoning" in hints:
         body["reasoning"] = hints["_reasoning"]
         return
-    effort = req.reasoning.effort or _effort_from_budget(req.reasoning.budget_tokens)
     if not req.reasoning.enabled and req.reasoning.effort is None:
         return  # thinking off: say nothing, non-reasoning models reject the parameter
-    out: dict[str, Any] = {}
-    _put(out, "effort", effort)
-    _put(out, "summary", req.reasoning.summary)
-    if out:
-        body["reasoning"] = out
-
-
-def _effort_from_budget(budget: int | None) -> str | None:
-    """Anthropic-style thinking budget → the closest OpenAI effort."""
-    if budget is None:
-        return None
-    if budget <= 2048:
-        return "low"
-    if budget <= 16384:
-        return "medium"
-    return "high"
+    # Thinking on from another protocol (Anthropic `adaptive` names no budget): a medium effort, a summary so
+    # the client sees thinking text, and the encrypted reasoning so the client can send it back (the gateway
+    # keeps no state between turns; `core.reasoning_carry` wraps it into the client's protocol).
+    effort = req.reasoning.effort or effort_from_budget(req.reasoning.budget_tokens) or "medium"
+    if not req.reasoning.enabled:
+        body["reasoning"] = {"effort": effort}
+        return
+    body["reasoning"] = {"effort": effort, "summary": req.reasoning.summary or "auto"}
+    include = body.setdefault("include", [])
+    if ENCRYPTED_REASONING not in include:
+        include.append(ENCRYPTED_REASONING)
 
 
 # --- input ----------------------------------------------------------------------------------------------
@@ -160,6 +159,10 @@ def _anchored_items(req: CanonicalRequest) -> dict[int, list[tuple[int, dict[str
 def _encode_message(msg: Message, same: bool) -> list[dict[str, Any]]:
     if msg.role == "assistant":
         return _encode_assistant(msg, same)
+    if msg.role == "system":
+        # A mid-conversation instruction: Responses' own form is a developer message at that place.
+        content = [{"type": "input_text", "text": p.text} for p in msg.parts if isinstance(p, TextPart)]
+        return [{"type": "message", "role": "developer", "content": content}]
     out: list[dict[str, Any]] = []
     others: list[InputPart] = []
     for part in msg.parts:

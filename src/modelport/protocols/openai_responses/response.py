@@ -13,6 +13,7 @@ from typing import Any
 
 from modelport.core.messages import CanonicalRequest
 from modelport.core.parts import OpaquePart, OutputPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
+from modelport.core.reasoning_carry import wrap_anthropic
 from modelport.core.response import CanonicalResponse
 from modelport.protocols.openai_responses.echo import echo_fields
 from modelport.protocols.openai_responses.input_decode import summary_texts
@@ -192,10 +193,12 @@ def encode_output(content: list[OutputPart], status: str, *, same: bool = False)
             item = message_item(item_id or new_id("msg"), [entry], "completed")
             item.update(ph.get("_item_fields", {}))
         elif isinstance(part, ToolCallPart):
-            item = function_call_item(item_id or new_id("fc"), part.id, part.name, part.arguments, "completed")
+            arguments = part.arguments if part.arguments.strip() else "{}"  # never "": clients parse it as JSON
+            item = function_call_item(item_id or new_id("fc"), part.id, part.name, arguments, "completed")
             item.update({k: v for k, v in _wire_hints(ph).items() if k not in item})
         elif isinstance(part, ReasoningPart):
-            item = reasoning_item(part.id or new_id("rs"), part.text, part.encrypted_content)
+            encrypted = part.encrypted_content or wrap_anthropic(part.text, part.signature, part.redacted)
+            item = reasoning_item(part.id or new_id("rs"), part.text, encrypted)
             raw = ph.get("_summary")
             if raw is not None and "\n\n".join(summary_texts(raw)) == part.text:
                 item["summary"] = raw

@@ -37,6 +37,7 @@ from modelport.core.events import (
     UsageUpdate,
 )
 from modelport.core.messages import CanonicalRequest
+from modelport.core.reasoning_carry import wrap_anthropic
 from modelport.core.response import StopReason
 from modelport.core.usage import Usage
 from modelport.protocols.openai_responses.echo import echo_fields
@@ -73,6 +74,11 @@ class _Slot:
     reasoning_id: str | None = None
     encrypted_content: str | None = None
     summary_open: bool = False
+    signature: str | None = None  # Anthropic thinking carried in encrypted_content (core.reasoning_carry)
+    redacted: str | None = None
+
+    def encrypted(self) -> str | None:
+        return self.encrypted_content or wrap_anthropic("".join(self.value), self.signature, self.redacted)
 
 
 def _frame(kind: str, payload: dict[str, Any]) -> bytes:
@@ -95,6 +101,8 @@ class ResponsesStreamEncoder:
         self._queue: list[_Slot] = []  # slots not yet finished on the wire, in opening order
         self._output: list[dict[str, Any]] = []  # finished items, by output_index
         self._stop: StopReason | None = None
+        self._cut = False  # the response is cut short: its last item is `incomplete`
+        self._release = False  # the last item that ended may be finished (its status is known)
         self._usage: Usage | None = None
 
     # --- framing ------------------------------------------------------------------------------------
@@ -138,7 +146,9 @@ class ResponsesStreamEncoder:
                 return self.error(message, kind)
             case Finish(stop_reason=reason):
                 self._stop = reason
-                return b""
+                self._cut = status_to_wire(reason)[0] == "incomplete"
+                self._release = not self._cut
+                return self._pump()
             case UsageUpdate(usage=usage):
                 self._usage = usage
                 return b""
@@ -163,6 +173,10 @@ class ResponsesStreamEncoder:
                     slot.reasoning_id = event.id
                 if event.encrypted_content is not None:
                     slot.encrypted_content = event.encrypted_content
+                if event.signature:
+                    slot.signature = event.signature
+                if event.redacted is not None:
+                    slot.redacted = event.redacted
                 return self._start() + self._delta(event.index, "reasoning", event.text)
             case ToolCallStart(index=index, id=call_id, name=name):
                 if index in self._slots:
@@ -213,7 +227,9 @@ class ResponsesStreamEncoder:
             head = self._queue[0]
             out += self._open(head) + self._flush(head)
             waiting = len(self._queue) > 1
-            if head.ended or (waiting and head.kind in _TEXT_LIKE):
+            # The last item that ended waits for the stop reason (or the next item): an item cut by the
+            # output cap is `incomplete` in its own `output_item.done`, not only in the final response.
+            if (head.ended and (waiting or self._release)) or (waiting and head.kind in _TEXT_LIKE):
                 out += self._finish(head)
                 self._queue.pop(0)
                 continue
@@ -266,20 +282,26 @@ class ResponsesStreamEncoder:
         return out
 
     def _finish(self, slot: _Slot) -> bytes:
-        """The done events of a live slot; its item joins the final output."""
+        """The done events of a live slot; its item joins the final output. The last item of a response cut
+        short (max output tokens, content filter) is `incomplete`."""
         value = "".join(slot.value)
+        status = "incomplete" if self._cut and slot is self._queue[-1] else "completed"
         ids = {"item_id": slot.item_id, "output_index": slot.output_index}
         out = b""
         if slot.kind == "tool_call":
+            if not value.strip():
+                # No argument text (an Anthropic tool without input): clients parse arguments as JSON.
+                value = "{}"
+                out += self._event("response.function_call_arguments.delta", **ids, delta=value)
             out += self._event("response.function_call_arguments.done", **ids, name=slot.name, arguments=value)
-            item = function_call_item(slot.item_id, slot.call_id, slot.name, value, "completed")
+            item = function_call_item(slot.item_id, slot.call_id, slot.name, value, status)
         elif slot.kind == "reasoning":
             if slot.summary_open:
                 out += self._event("response.reasoning_summary_text.done", **ids, summary_index=0, text=value)
                 out += self._event(
                     "response.reasoning_summary_part.done", **ids, summary_index=0, part=summary_text(value)
                 )
-            item = reasoning_item(slot.item_id, value, slot.encrypted_content)
+            item = reasoning_item(slot.item_id, value, slot.encrypted())
         else:
             if slot.kind == "text":
                 out += self._event("response.output_text.done", **ids, content_index=0, text=value, logprobs=[])
@@ -288,7 +310,7 @@ class ResponsesStreamEncoder:
                 out += self._event("response.refusal.done", **ids, content_index=0, refusal=value)
                 part = refusal_content(value)
             out += self._event("response.content_part.done", **ids, content_index=0, part=part)
-            item = message_item(slot.item_id, [part], "completed")
+            item = message_item(slot.item_id, [part], status)
         self._output.append(item)
         return out + self._event("response.output_item.done", output_index=slot.output_index, item=item)
 
@@ -298,15 +320,14 @@ class ResponsesStreamEncoder:
         if self._closed:
             return b""
         out = self._start()
+        status, incomplete = status_to_wire(self._stop)
+        self._cut, self._release = status == "incomplete", True
         for slot in self._queue:
             slot.ended = True
         out += self._pump()
         self._closed = True
-        status, incomplete = status_to_wire(self._stop)
         if status == "failed":
             return out + self._failed(FAILED_MESSAGE, "server_error")
-        if status == "incomplete" and self._output and self._output[-1]["type"] in ("message", "function_call"):
-            self._output[-1] = {**self._output[-1], "status": "incomplete"}
         response = self._response(status, usage=self._usage_wire(), incomplete_details=incomplete)
         return out + self._event(_TERMINAL_EVENT[status], response=response)
 

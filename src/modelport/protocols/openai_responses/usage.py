@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from modelport.core.usage import Usage, as_count
+from modelport.core.usage import Usage, as_count, as_optional_count
 
 # Terminal events carry the final usage in `response.usage`; no other event has usage.
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -31,7 +31,7 @@ def usage_from_wire(raw: Any) -> Usage | None:
         output_tokens=as_count(raw.get("output_tokens")),
         cache_read_tokens=as_count(inp.get("cached_tokens")),
         cache_write_tokens=as_count(inp.get("cache_write_tokens")),
-        reasoning_tokens=as_count(out.get("reasoning_tokens")),
+        reasoning_tokens=as_optional_count(out.get("reasoning_tokens")),
         audio_input_tokens=as_count(inp.get("audio_tokens")),
         image_input_tokens=as_count(inp.get("image_tokens")),
     )
@@ -45,7 +45,8 @@ def usage_to_wire(usage: Usage, base: dict[str, Any] | None = None) -> dict[str,
     outd: dict[str, Any] = dict(out.get("output_tokens_details") or {})
     inp["cached_tokens"] = usage.cache_read_tokens
     inp["cache_write_tokens"] = usage.cache_write_tokens
-    outd["reasoning_tokens"] = usage.reasoning_tokens
+    # The schema requires the field: an upstream that did not say is reported as 0 here (Chat leaves it out).
+    outd["reasoning_tokens"] = usage.reasoning_tokens or 0
     out["input_tokens"] = usage.input_tokens
     out["input_tokens_details"] = inp
     out["output_tokens"] = usage.output_tokens

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from modelport.media.files.config import FilesSettings
 from modelport.media.files.storage.base import FileStore
 from modelport.media.files.storage.local import LocalFileStore
 from modelport.media.files.storage.s3 import S3FileStore
+from modelport.settings import FilesSettings
 
 
 def build_store(settings: FilesSettings, data_dir: Path) -> FileStore:

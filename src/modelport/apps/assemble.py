@@ -1,0 +1,126 @@
+"""The one place a process's services are built.
+
+Each service is added once, after the services it uses, so `Services.aclose()` (reverse order) closes a
+service before what it depends on: the gateway drains its requests' settlements and log rows into the
+writers before the writers drain into the database. A new service is one `services.add(KEY, ...)` line.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.apps.health import READINESS, ReadinessChecker
+from modelport.billing.credit import CREDIT, CreditBook
+from modelport.billing.settlement import SETTLEMENTS, SettlementWriter
+from modelport.gateway.logsink import RequestLogSink
+from modelport.gateway.metering import METERING, Metering
+from modelport.gateway.own_media import OwnMedia
+from modelport.gateway.pipeline import TEXT_GATEWAY, TextGateway
+from modelport.gateway.routing import DeploymentRouter
+from modelport.gateway.upstream_call import UpstreamCaller
+from modelport.media.assets.http_library import HttpLibrary
+from modelport.media.assets.library import ASSET_LIBRARY, AssetLibrary, EmbeddedLibrary
+from modelport.media.assets.service import ASSETS, AssetService
+from modelport.media.fetch import FETCHER, OwnDownloadUrls
+from modelport.media.files.service import FILES, FilesService
+from modelport.media.files.storage import build_store
+from modelport.media.files.sweeper import FILES_SWEEPER, Sweeper
+from modelport.media.tasks.executor import TaskExecutor
+from modelport.media.tasks.service import TASK_QUEUE, TASKS, TaskService
+from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
+from modelport.media.webhooks.sender import WebhookSender
+from modelport.net import SafeFetcher
+from modelport.queue import build_queue
+from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
+from modelport.services import Services
+from modelport.settings import Settings
+from modelport.upstreams.pool import UPSTREAMS, UpstreamPool
+
+log = logging.getLogger("modelport.services")
+
+
+def build_services(
+    settings: Settings, *, engine: AsyncEngine | None = None, task_workers: bool | None = None
+) -> Services:
+    """`task_workers`: run media tasks in this process (default: `settings.tasks.run_workers`)."""
+    services = Services(settings, engine=engine)
+    db, public_url = services.db, settings.effective_public_media_url
+
+    # Money and logs: written off the hot path in batches, drained last.
+    settlements = services.add(SETTLEMENTS, SettlementWriter(db, spill_dir=settings.data_dir / "spill" / "settlements"))
+    credit = services.add(CREDIT, CreditBook(db, settlements, settings.credit))
+    log_writer = services.add(REQUEST_LOG, RequestLogWriter(db, spill_dir=settings.data_dir / "spill" / "request_logs"))
+
+    # Media files, the URL fetcher, provider assets.
+    files = services.add(
+        FILES,
+        FilesService(
+            engine=db,
+            store=build_store(settings.files, settings.data_dir),
+            settings=settings.files,
+            public_base_url=public_url,
+            secret=services.secret_key,
+        ),
+    )
+    services.add(FILES_SWEEPER, Sweeper(files, settings.files.sweep_interval_seconds))
+    fetcher = services.add(
+        FETCHER,
+        SafeFetcher(settings.net, own_urls=OwnDownloadUrls(files, public_url), temp_dir=settings.data_dir / "tmp"),
+    )
+    library = services.add(ASSET_LIBRARY, _asset_library(settings, db, files))
+    services.add(ASSETS, AssetService(engine=db, fetcher=fetcher, library=library, settings=settings.assets))
+    log.info("url fetcher: %s; asset library: %s", fetcher.describe(), library.backend)
+
+    # Media tasks: the queue, the service the routes use and, where work runs here, the workers.
+    queue = services.add(
+        TASK_QUEUE, build_queue(settings.effective_database_url, heartbeat_seconds=settings.tasks.lease_seconds)
+    )
+    tasks = services.add(
+        TASKS,
+        TaskService(
+            engine=db,
+            catalog=services.catalog,
+            queue=queue,
+            fetcher=fetcher,
+            settings=settings.tasks,
+            url_for=files.signed_url,
+            tier_limit=lambda tier: settings.tier(tier).concurrent_media_tasks,
+        ),
+    )
+    if settings.tasks.run_workers if task_workers is None else task_workers:
+        sender = WebhookSender(db, fetcher, settings.webhooks)
+        executor = TaskExecutor(
+            engine=db,
+            catalog=services.catalog,
+            store=files.store,
+            fetcher=fetcher,
+            settings=settings.tasks,
+            outbox=tasks.outbox_row,
+            on_terminal=sender.wake,
+        )
+        services.add(
+            TASK_WORKERS, TaskWorkers(engine=db, queue=queue, executor=executor, sender=sender, settings=settings.tasks)
+        )
+
+    # The text gateway.
+    pool = services.add(UPSTREAMS, UpstreamPool())
+    log_sink = RequestLogSink(log_writer, max_payload_bytes=settings.log_payload_max_bytes)
+    metering = services.add(METERING, Metering(settings, db, services.limiters, credit, log_sink=log_sink))
+    caller = UpstreamCaller(pool, DeploymentRouter())
+    services.add(TEXT_GATEWAY, TextGateway(services.catalog, caller, metering, OwnMedia(files, public_url)))
+    services.add(READINESS, ReadinessChecker(services))
+    return services
+
+
+def _asset_library(settings: Settings, db: AsyncEngine, files: FilesService) -> AssetLibrary:
+    if settings.assets.backend == "http":
+        return HttpLibrary(settings.assets, engine=db)
+    return EmbeddedLibrary(
+        db,
+        files.store,
+        work_dir=settings.data_dir / "tmp",
+        concurrency=settings.assets.moderation_concurrency,
+        time_limit=settings.assets.moderation_time_limit_seconds,
+    )

@@ -1,0 +1,1 @@
+"""Asynchronous media tasks: creation with a balance freeze, durable execution on the queue, settle once."""

@@ -1,0 +1,255 @@
+"""Runs one task when the queue hands over its id: claim, render off the event loop, store, finish.
+
+Every step is safe to repeat: a duplicate delivery finds the task claimed or ended and does nothing; a run
+that loses its lease (the worker stalled and another took over) stops renewing, and its finish loses the
+compare-and-swap, so its stored files are removed and nothing is charged twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Callable
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.catalog import CatalogStore
+from modelport.clock import now_ms
+from modelport.media.files.storage import FileStore
+from modelport.media.tasks import repository as repo
+from modelport.media.tasks.inputs import InputUnavailable, read_input
+from modelport.media.tasks.models import InputError, RenderedFile, runner
+from modelport.media.tasks.pricing import price_micros
+from modelport.media.tasks.repository import OutboxRow, StoredFile, TaskRow
+from modelport.net import SafeFetcher
+from modelport.settings import TasksSettings
+
+log = logging.getLogger("modelport.media.tasks")
+
+
+class TaskExecutor:
+    def __init__(
+        self,
+        *,
+        engine: AsyncEngine,
+        catalog: CatalogStore,
+        store: FileStore,
+        fetcher: SafeFetcher,
+        settings: TasksSettings,
+        outbox: Callable[[TaskRow], OutboxRow | None],
+        on_terminal: Callable[[], None],
+    ) -> None:
+        self._engine = engine
+        self._catalog = catalog
+        self._store = store
+        self._fetcher = fetcher
+        self._settings = settings
+        self._outbox = outbox
+        self._on_terminal = on_terminal
+        # Names this process in `claimed_by` (which worker ran a task: logs, scale-out checks).
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+    @property
+    def _lease_ms(self) -> int:
+        return int(self._settings.lease_seconds * 1000)
+
+    async def fail(self, task_id: str, code: str, message: str, *, run: int | None = None) -> TaskRow | None:
+        ended = await repo.finish_failure(
+            self._engine,
+            task_id,
+            status="failed",
+            code=code,
+            message=message,
+            outbox=self._outbox,
+            run=run,
+        )
+        if ended is not None:
+            self._on_terminal()
+        return ended
+
+    async def fail_past_deadline(self, task_id: str) -> None:
+        ended = await repo.finish_failure(
+            self._engine,
+            task_id,
+            status="failed",
+            code="deadline_exceeded",
+            message="the task did not finish before its deadline; its price was released",
+            outbox=self._outbox,
+            past_deadline=True,
+        )
+        if ended is not None:
+            log.warning("task %s failed: deadline passed", task_id)
+            self._on_terminal()
+
+    async def handle(self, task_id: str) -> None:
+        engine = self._engine
+        task = await repo.claim(
+            engine, task_id, lease_ms=self._lease_ms, max_attempts=self._settings.max_attempts, worker=self.worker_id
+        )
+        if task is None:
+            await self._unclaimable(task_id)
+            return
+        run = task.attempts
+        async with self._lease(task_id, run) as lost:
+            try:
+                files, cost, metadata = await self._run(task, lost)
+            except asyncio.CancelledError:
+                raise
+            except _LeaseLost:
+                log.warning("task %s run %d lost its lease; another worker has it", task_id, run)
+                return
+            except _TaskError as exc:
+                await self.fail(task_id, exc.code, exc.message, run=run)
+                return
+            except Exception as exc:
+                log.exception("task %s run %d crashed", task_id, run)
+                await self.fail(task_id, "internal_error", f"the model failed: {type(exc).__name__}", run=run)
+                return
+        expires = now_ms() + self._settings.result_retention_seconds * 1000
+        try:
+            ended = await repo.finish_success(
+                engine,
+                task_id,
+                run,
+                files=files,
+                cost_micros=cost,
+                metadata=metadata,
+                result_expires_at_ms=expires,
+                outbox=self._outbox,
+            )
+        except BaseException:
+            # Rolled back: the task stays `processing` and is run again once its lease runs out.
+            await self._discard(files)
+            raise
+        if ended is None:
+            log.warning("task %s run %d finished after losing the task; discarding its files", task_id, run)
+            await self._discard(files)
+            return
+        self._on_terminal()
+
+    async def _unclaimable(self, task_id: str) -> None:
+        """The claim failed: the task ended, another worker holds it, or it must fail now."""
+        task = await repo.get(self._engine, task_id)
+        if task is None or task.status in repo.TERMINAL:
+            return
+        if task.deadline_ms <= now_ms():
+            await self.fail_past_deadline(task_id)
+        elif task.attempts >= self._settings.max_attempts and (
+            task.status == "queued" or (task.lease_until_ms or 0) < now_ms()
+        ):
+            await self.fail(
+                task_id,
+                "too_many_attempts",
+                f"the task was started {task.attempts} times without finishing (its workers stopped)",
+            )
+
+    async def _run(self, task: TaskRow, lost: asyncio.Event) -> tuple[list[StoredFile], int, dict[str, object]]:
+        model = next((m for m in (await self._catalog.get()).media if m.slug == task.model_id), None)
+        task_model = runner(model.runner) if model is not None else None
+        if model is None or task_model is None:
+            raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
+        inputs: dict[str, bytes] = {}
+        for field in task_model.url_fields:
+            value = task.input.get(field)
+            if isinstance(value, str):
+                try:
+                    inputs[field] = await read_input(
+                        self._fetcher, self._engine, self._store, task.team_id, field, value
+                    )
+                except InputUnavailable as exc:
+                    raise _TaskError("input_unavailable", exc.message) from exc
+        render = asyncio.create_task(asyncio.to_thread(task_model.render, task.input, task.seed, inputs))
+        watch = asyncio.create_task(lost.wait())
+        try:
+            await asyncio.wait({render, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+        if not render.done():
+            # The thread cannot be interrupted; let it finish in the background and drop its output.
+            raise _LeaseLost()
+        try:
+            outputs = render.result()
+        except InputError as exc:
+            raise _TaskError("invalid_input", str(exc)) from exc
+        if lost.is_set():
+            raise _LeaseLost()
+        files: list[StoredFile] = []
+        try:
+            for index, out in enumerate(outputs):
+                files.append(await self._store_file(task, index, out))
+        except BaseException:
+            await self._discard(files)  # no row will ever name these bytes
+            raise
+        cost = price_micros(model, task_model.units(task.input))
+        metadata: dict[str, object] = {"seed": task.seed}
+        for out in outputs:
+            metadata.update(out.metadata)
+        if any(f.type == "image" for f in files):
+            metadata["image_count"] = sum(1 for f in files if f.type == "image")
+        return files, cost, metadata
+
+    async def _discard(self, files: list[StoredFile]) -> None:
+        for f in files:
+            with contextlib.suppress(Exception):
+                await self._store.delete(f.storage_key)
+
+    async def _store_file(self, task: TaskRow, index: int, out: RenderedFile) -> StoredFile:
+        file_id = "file_" + secrets.token_hex(16)
+        key = f"{file_id[-2:]}/{file_id}"
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield out.data
+
+        size = await self._store.put_stream(key, chunks())
+        return StoredFile(
+            file_id=file_id,
+            storage_key=key,
+            type=out.type,
+            mime_type=out.mime_type,
+            name=f"{task.id}-{index + 1}.{out.format}",
+            size_bytes=size,
+            width=out.width,
+            height=out.height,
+            format=out.format,
+            role=out.role,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _lease(self, task_id: str, run: int) -> AsyncIterator[asyncio.Event]:
+        """Renew the run's lease every third of its length; set the event if the run lost the task."""
+        lost = asyncio.Event()
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self._settings.lease_seconds / 3)
+                try:
+                    owned = await repo.renew(self._engine, task_id, run, lease_ms=self._lease_ms)
+                except Exception:
+                    log.exception("task %s: lease renewal failed; retrying", task_id)
+                    continue
+                if not owned:
+                    lost.set()
+                    return
+
+        renewer = asyncio.create_task(renew())
+        try:
+            yield lost
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+
+
+class _LeaseLost(Exception):
+    pass
+
+
+class _TaskError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

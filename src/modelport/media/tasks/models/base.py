@@ -1,0 +1,45 @@
+"""What an embedded task model provides: the units a request will be billed for, and a blocking render."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedFile:
+    data: bytes
+    mime_type: str
+    format: str  # the file extension, e.g. "png"
+    type: str  # image | video | audio
+    width: int | None = None
+    height: int | None = None
+    role: str = "primary"
+    # Facts about the output for the task's `result.metadata` (a video's duration, frame count, fps).
+    metadata: Mapping[str, object] = field(default_factory=dict)
+
+
+class InputError(Exception):
+    """The task's input cannot be used (e.g. `image_url` is not an image): the task fails, refunded."""
+
+
+class TaskModel(Protocol):
+    # Input fields that carry a media URL (our download URL, an https URL or `asset://<id>`): checked at
+    # creation, fetched by the worker before `render`, which gets their bytes in `inputs`.
+    url_fields: ClassVar[tuple[str, ...]]
+
+    def units(self, params: dict[str, Any]) -> int:
+        """How many billing units (`price_unit`) the request asks for; frozen at creation."""
+        ...
+
+    def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
+        """Produce the result files. Blocking and CPU-bound: callers run it in a worker thread."""
+        ...
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """The seed of the `index`-th output of a task: distinct per output, the same for the same task seed."""
+    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")

@@ -1,0 +1,419 @@
+"""Task rows: creation with the balance freeze, and every status change as a compare-and-swap.
+
+Money moves only inside the transaction of a status change that won its compare-and-swap
+(`UPDATE media_tasks ... WHERE status = ...`), so a task settles exactly once, however many workers,
+reconcilers, crashes or duplicate queue deliveries race on it:
+
+- create: `task_hold` (available -> frozen) in the transaction that inserts the row;
+- success: `task_release` of the frozen amount + `charge` of the actual price, with the result files' rows
+  and the webhook outbox row;
+- failed / cancelled: `task_release` of all of it, with the outbox row.
+
+A run is identified by `attempts` (incremented by each claim): the running worker renews its lease and
+finishes only while `attempts` is still its own, so a worker whose lease ran out and was taken over cannot
+finish the task a second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from modelport.billing.ledger import freeze_in, settle_in
+from modelport.clock import now_ms
+from modelport.storage.tables import media_files, media_tasks, teams, webhook_deliveries
+
+UNFINISHED = ("queued", "processing")
+TERMINAL = ("success", "failed", "cancelled")
+HOLD_KIND = "task_hold"
+RELEASE_KIND = "task_release"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRow:
+    id: str
+    team_id: str
+    model_id: str
+    status: str
+    input: dict[str, Any]
+    seed: int
+    frozen_micros: int
+    cost_micros: int | None
+    webhook_url: str | None
+    attempts: int
+    lease_until_ms: int | None
+    deadline_ms: int
+    resources: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    error_code: str | None
+    error_message: str | None
+    created_at_ms: int
+    started_at_ms: int | None
+    ended_at_ms: int | None
+    result_expires_at_ms: int | None
+
+
+def _row(r: Row[Any]) -> TaskRow:
+    return TaskRow(
+        id=r.id,
+        team_id=r.team_id,
+        model_id=r.model_id,
+        status=r.status,
+        input=dict(r.input),
+        seed=int(r.seed),
+        frozen_micros=int(r.frozen_micros),
+        cost_micros=None if r.cost_micros is None else int(r.cost_micros),
+        webhook_url=r.webhook_url,
+        attempts=int(r.attempts),
+        lease_until_ms=None if r.lease_until_ms is None else int(r.lease_until_ms),
+        deadline_ms=int(r.deadline_ms),
+        resources=list(r.resources or []),
+        metadata=dict(r.result_metadata or {}),
+        error_code=r.error_code,
+        error_message=r.error_message,
+        created_at_ms=int(r.created_at_ms),
+        started_at_ms=None if r.started_at_ms is None else int(r.started_at_ms),
+        ended_at_ms=None if r.ended_at_ms is None else int(r.ended_at_ms),
+        result_expires_at_ms=None if r.result_expires_at_ms is None else int(r.result_expires_at_ms),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    id: str
+    team_id: str
+    model_id: str
+    input: dict[str, Any]
+    seed: int
+    price_micros: int
+    webhook_url: str | None
+    deadline_ms: int
+    created_at_ms: int
+
+
+CreateOutcome = Literal["created", "insufficient_balance", "too_many_tasks"]
+
+
+async def create(engine: AsyncEngine, task: NewTask, *, max_unfinished: int) -> tuple[CreateOutcome, int]:
+    """Insert the task and freeze its price in one transaction; `(outcome, unfinished task count)`.
+
+    The team row is locked first (PostgreSQL `FOR UPDATE`; SQLite's `BEGIN IMMEDIATE` locks the database),
+    so the count of unfinished tasks and the insert cannot interleave with another creation of the team."""
+    async with engine.begin() as conn:
+        lock = select(teams.c.id).where(teams.c.id == task.team_id)
+        if conn.dialect.name == "postgresql":
+            lock = lock.with_for_update()
+        await conn.execute(lock)
+        unfinished = int(
+            (
+                await conn.execute(
+                    select(func.count())
+                    .select_from(media_tasks)
+                    .where(media_tasks.c.team_id == task.team_id, media_tasks.c.status.in_(UNFINISHED))
+                )
+            ).scalar_one()
+        )
+        if unfinished >= max_unfinished:
+            return "too_many_tasks", unfinished
+        if await freeze_in(conn, task.team_id, task.price_micros, ref=task.id, kind=HOLD_KIND) is None:
+            await conn.rollback()
+            return "insufficient_balance", unfinished
+        await conn.execute(
+            insert(media_tasks).values(
+                id=task.id,
+                team_id=task.team_id,
+                model_id=task.model_id,
+                status="queued",
+                input=task.input,
+                seed=task.seed,
+                frozen_micros=task.price_micros,
+                webhook_url=task.webhook_url,
+                attempts=0,
+                deadline_ms=task.deadline_ms,
+                created_at_ms=task.created_at_ms,
+            )
+        )
+    return "created", unfinished + 1
+
+
+async def get(engine: AsyncEngine, task_id: str, *, team_id: str | None = None) -> TaskRow | None:
+    query = select(media_tasks).where(media_tasks.c.id == task_id)
+    if team_id is not None:
+        query = query.where(media_tasks.c.team_id == team_id)
+    async with engine.connect() as conn:
+        row = (await conn.execute(query)).first()
+    return None if row is None else _row(row)
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    status: str | None = None
+    model_id: str | None = None
+    start_ms: int | None = None
+    end_ms: int | None = None
+
+
+async def list_page(
+    engine: AsyncEngine, team_id: str, where: ListFilter, *, offset: int, limit: int
+) -> tuple[list[TaskRow], int]:
+    conds = [media_tasks.c.team_id == team_id]
+    if where.status is not None:
+        conds.append(media_tasks.c.status == where.status)
+    if where.model_id is not None:
+        conds.append(media_tasks.c.model_id == where.model_id)
+    if where.start_ms is not None:
+        conds.append(media_tasks.c.created_at_ms >= where.start_ms)
+    if where.end_ms is not None:
+        conds.append(media_tasks.c.created_at_ms < where.end_ms)
+    async with engine.connect() as conn:
+        total = int((await conn.execute(select(func.count()).select_from(media_tasks).where(*conds))).scalar_one())
+        rows = (
+            await conn.execute(
+                select(media_tasks)
+                .where(*conds)
+                .order_by(media_tasks.c.created_at_ms.desc(), media_tasks.c.id.desc())
+                .offset(offset)
+                .limit(limit)
+            )
+        ).all()
+    return [_row(r) for r in rows], total
+
+
+# -- a run ------------------------------------------------------------------------------------------------
+
+
+async def claim(engine: AsyncEngine, task_id: str, *, lease_ms: int, max_attempts: int, worker: str) -> TaskRow | None:
+    """Start a run: `queued`, or `processing` whose lease ran out (its worker died), becomes `processing`
+    with a new lease and `attempts + 1`. None when another worker holds it, it has ended, its attempts are
+    used up or its deadline passed (the caller then checks whether to fail it)."""
+    now = now_ms()
+    stmt = (
+        update(media_tasks)
+        .where(
+            media_tasks.c.id == task_id,
+            media_tasks.c.attempts < max_attempts,
+            media_tasks.c.deadline_ms > now,
+            or_(
+                media_tasks.c.status == "queued",
+                and_(media_tasks.c.status == "processing", media_tasks.c.lease_until_ms < now),
+            ),
+        )
+        .values(
+            status="processing",
+            attempts=media_tasks.c.attempts + 1,
+            lease_until_ms=now + lease_ms,
+            claimed_by=worker,
+            started_at_ms=func.coalesce(media_tasks.c.started_at_ms, now),
+        )
+        .returning(*media_tasks.c)
+    )
+    async with engine.begin() as conn:
+        row = (await conn.execute(stmt)).first()
+    return None if row is None else _row(row)
+
+
+async def renew(engine: AsyncEngine, task_id: str, run: int, *, lease_ms: int) -> bool:
+    """Extend the lease of run `run`; False when the run no longer owns the task."""
+    async with engine.begin() as conn:
+        result = await conn.execute(
+            update(media_tasks)
+            .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
+            .values(lease_until_ms=now_ms() + lease_ms)
+        )
+    return bool(result.rowcount)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """A result file already written to the store; its row is inserted with the success transition."""
+
+    file_id: str
+    storage_key: str
+    type: str
+    mime_type: str
+    name: str
+    size_bytes: int
+    width: int | None
+    height: int | None
+    format: str
+    role: str
+
+
+async def finish_success(
+    engine: AsyncEngine,
+    task_id: str,
+    run: int,
+    *,
+    files: Sequence[StoredFile],
+    cost_micros: int,
+    metadata: dict[str, Any],
+    result_expires_at_ms: int,
+    outbox: Callable[[TaskRow], OutboxRow | None],
+) -> TaskRow | None:
+    """`processing` (this run) -> `success`, charging `cost_micros` (at most what was frozen) and releasing the
+    rest, inserting the files' rows and the webhook outbox row: all in one transaction. None if lost."""
+    now = now_ms()
+    resources = [
+        {"file_id": f.file_id, "type": f.type, "width": f.width, "height": f.height, "format": f.format, "role": f.role}
+        for f in files
+    ]
+    async with engine.begin() as conn:
+        row = (
+            await conn.execute(
+                update(media_tasks)
+                .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
+                .values(
+                    status="success",
+                    resources=resources,
+                    result_metadata=metadata,
+                    ended_at_ms=now,
+                    result_expires_at_ms=result_expires_at_ms,
+                    lease_until_ms=None,
+                    cost_micros=func.least(media_tasks.c.frozen_micros, cost_micros)
+                    if conn.dialect.name == "postgresql"
+                    else func.min(media_tasks.c.frozen_micros, cost_micros),
+                )
+                .returning(*media_tasks.c)
+            )
+        ).first()
+        if row is None:
+            return None
+        task = _row(row)
+        for f in files:
+            await conn.execute(
+                insert(media_files).values(
+                    id=f.file_id,
+                    team_id=task.team_id,
+                    type=f.type,
+                    mime_type=f.mime_type,
+                    name=f.name,
+                    size_bytes=f.size_bytes,
+                    storage_key=f.storage_key,
+                    created_at_ms=now,
+                    expires_at_ms=result_expires_at_ms,
+                )
+            )
+        await _settle_and_notify(conn, task, cost=task.cost_micros or 0, outbox=outbox)
+    return task
+
+
+async def finish_failure(
+    engine: AsyncEngine,
+    task_id: str,
+    *,
+    status: Literal["failed", "cancelled"],
+    code: str,
+    message: str,
+    outbox: Callable[[TaskRow], OutboxRow | None],
+    run: int | None = None,
+    from_statuses: Sequence[str] = UNFINISHED,
+    past_deadline: bool = False,
+) -> TaskRow | None:
+    """An unfinished task -> `failed`/`cancelled`, releasing all it froze, with the outbox row; None if the
+    compare-and-swap lost (the task had already ended, or is no longer in `from_statuses` / run `run`)."""
+    now = now_ms()
+    conds = [media_tasks.c.id == task_id, media_tasks.c.status.in_(list(from_statuses))]
+    if run is not None:
+        conds.append(media_tasks.c.attempts == run)
+    if past_deadline:
+        conds.append(media_tasks.c.deadline_ms <= now)
+    async with engine.begin() as conn:
+        row = (
+            await conn.execute(
+                update(media_tasks)
+                .where(*conds)
+                .values(
+                    status=status,
+                    error_code=code,
+                    error_message=message[:2000],
+                    ended_at_ms=now,
+                    lease_until_ms=None,
+                    cost_micros=0,
+                )
+                .returning(*media_tasks.c)
+            )
+        ).first()
+        if row is None:
+            return None
+        task = _row(row)
+        await _settle_and_notify(conn, task, cost=0, outbox=outbox)
+    return task
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    id: str
+    event_type: str
+    payload: str
+    give_up_at_ms: int
+
+
+async def _settle_and_notify(
+    conn: AsyncConnection, task: TaskRow, *, cost: int, outbox: Callable[[TaskRow], OutboxRow | None]
+) -> None:
+    await settle_in(
+        conn, task.team_id, held_micros=task.frozen_micros, cost_micros=cost, ref=task.id, release_kind=RELEASE_KIND
+    )
+    if task.webhook_url is None:
+        return
+    event = outbox(task)
+    if event is None:
+        return
+    now = now_ms()
+    await conn.execute(
+        insert(webhook_deliveries).values(
+            id=event.id,
+            task_id=task.id,
+            team_id=task.team_id,
+            url=task.webhook_url,
+            event_type=event.event_type,
+            payload=event.payload,
+            status="pending",
+            attempts=0,
+            next_attempt_at_ms=now,
+            lease_until_ms=0,
+            give_up_at_ms=event.give_up_at_ms,
+            created_at_ms=now,
+        )
+    )
+
+
+# -- the reconciler's queries -----------------------------------------------------------------------------
+
+
+async def past_deadline(engine: AsyncEngine, *, limit: int = 500) -> list[str]:
+    now = now_ms()
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                select(media_tasks.c.id)
+                .where(media_tasks.c.status.in_(UNFINISHED), media_tasks.c.deadline_ms <= now)
+                .limit(limit)
+            )
+        ).all()
+    return [r.id for r in rows]
+
+
+async def needing_a_worker(engine: AsyncEngine, *, queued_before_ms: int, limit: int = 500) -> list[str]:
+    """Queued tasks older than `queued_before_ms`, and running tasks whose lease ran out (their worker died)."""
+    now = now_ms()
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                select(media_tasks.c.id)
+                .where(
+                    or_(
+                        and_(media_tasks.c.status == "queued", media_tasks.c.created_at_ms < queued_before_ms),
+                        and_(media_tasks.c.status == "processing", media_tasks.c.lease_until_ms < now),
+                    )
+                )
+                .order_by(media_tasks.c.created_at_ms)
+                .limit(limit)
+            )
+        ).all()
+    return [r.id for r in rows]

@@ -1,0 +1,110 @@
+"""HTTP routes of media tasks.
+
+- `POST /{provider}/{model}` (and the older `/{provider}/{model}/async`)  create a task (spec: Create model task)
+- `GET  /api/v1/tasks/{task_id}`            one task (spec: Get task)
+- `GET  /api/v1/tasks`                      the team's tasks, newest first, filtered and paged
+- `POST /api/v1/tasks/{task_id}/cancel`     cancel a queued task (its price is released)
+- `GET  /api/v1/tasks/{task_id}/webhooks`   the task's webhook deliveries and every attempt
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from modelport.accounts.auth import AuthContext
+from modelport.errors import PayloadTooLarge
+from modelport.media.tasks.service import TASKS
+from modelport.media.webhooks import outbox
+from modelport.web.deps import get_services, media_auth
+from modelport.web.envelope import ok
+
+router = APIRouter(tags=["media tasks"])
+MAX_BODY_BYTES = 256 * 1024
+_OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
+
+_CREATE_DOC: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"type": "object", "description": "The model's input"}}},
+    },
+    "parameters": [
+        {
+            "name": "X-Webhook-URL",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "format": "uri", "maxLength": 2048},
+            "description": "https URL that receives the signed task event when the task ends",
+        }
+    ],
+}
+
+
+async def _body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"the body must be at most {MAX_BODY_BYTES} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise PayloadTooLarge(f"the body must be at most {MAX_BODY_BYTES} bytes")
+    return bytes(body)
+
+
+@router.get("/api/v1/tasks", summary="The team's media tasks, newest first")
+async def list_tasks(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
+    return ok(await get_services(request)[TASKS].list_page(auth.team_id, dict(request.query_params)))
+
+
+@router.get("/api/v1/tasks/{task_id}", summary="One media task")
+async def get_task(request: Request, task_id: str, auth: AuthContext = Depends(media_auth)) -> Response:
+    return ok(await get_services(request)[TASKS].view(auth.team_id, task_id))
+
+
+@router.post("/api/v1/tasks/{task_id}/cancel", summary="Cancel a queued media task")
+async def cancel_task(request: Request, task_id: str, auth: AuthContext = Depends(media_auth)) -> Response:
+    return ok(await get_services(request)[TASKS].cancel(auth.team_id, task_id))
+
+
+@router.get("/api/v1/tasks/{task_id}/webhooks", summary="Webhook deliveries of a task, with every attempt")
+async def task_webhooks(request: Request, task_id: str, auth: AuthContext = Depends(media_auth)) -> Response:
+    service = get_services(request)[TASKS]
+    task = await service.get(auth.team_id, task_id)
+    deliveries = await outbox.for_task(service.engine, task.id)
+    return ok({"task_id": task.id, "deliveries": deliveries})
+
+
+@router.post("/{provider}/{model}", summary="Create a media task", openapi_extra=_CREATE_DOC)
+async def create_task(request: Request, provider: str, model: str, auth: AuthContext = Depends(media_auth)) -> Response:
+    return await _create(request, provider, model, auth)
+
+
+@router.post("/{provider}/{model}/async", summary="Create a media task (older path)", openapi_extra=_CREATE_DOC)
+async def create_task_async(
+    request: Request, provider: str, model: str, auth: AuthContext = Depends(media_auth)
+) -> Response:
+    return await _create(request, provider, model, auth)
+
+
+async def _create(request: Request, provider: str, model: str, auth: AuthContext) -> Response:
+    service = get_services(request)[TASKS]
+    data = await service.create(
+        team_id=auth.team_id,
+        tier=auth.tier,
+        slug=f"{provider}/{model}",
+        body=await _body(request),
+        webhook_url=request.headers.get("x-webhook-url"),
+    )
+    return ok(data)
+
+
+# Without these, any other method on a two-segment path would answer 405 (the POST route matches the path).
+@router.api_route("/{provider}/{model}", methods=_OTHER_METHODS, include_in_schema=False)
+@router.api_route("/{provider}/{model}/async", methods=_OTHER_METHODS, include_in_schema=False)
+async def not_a_route(request: Request) -> Response:
+    raise HTTPException(status_code=404)

@@ -1,0 +1,109 @@
+"""The background side of tasks in one process: queue consumer, reconciler, webhook sender.
+
+`serve` starts it in-process by default; `modelport worker` runs only this. Any number of processes may
+run it at once against PostgreSQL: the queue spreads the jobs, the task rows' compare-and-swaps decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.clock import now_ms
+from modelport.media.tasks import repository as repo
+from modelport.media.tasks.executor import TaskExecutor
+from modelport.media.webhooks.sender import WebhookSender
+from modelport.queue import TaskQueue
+from modelport.services import ServiceKey
+from modelport.settings import TasksSettings
+
+log = logging.getLogger("modelport.media.tasks")
+TASK_WORKERS: ServiceKey[TaskWorkers] = ServiceKey("task workers")
+
+
+class Reconciler:
+    """Periodically: fail (and refund) tasks past their deadline; queue again the queued tasks the queue may
+    have lost (in-memory queue after a restart, a crash between commit and enqueue) and the running tasks
+    whose lease ran out (their worker died). Queueing is idempotent, so every process may run this."""
+
+    def __init__(self, engine: AsyncEngine, queue: TaskQueue, executor: TaskExecutor, settings: TasksSettings) -> None:
+        self._engine = engine
+        self._queue = queue
+        self._executor = executor
+        self._settings = settings
+
+    async def pass_once(self, *, all_queued: bool = False) -> None:
+        for task_id in await repo.past_deadline(self._engine):
+            await self._executor.fail_past_deadline(task_id)
+        cutoff = now_ms() - (0 if all_queued else int(self._settings.requeue_after_seconds * 1000))
+        ids = await repo.needing_a_worker(self._engine, queued_before_ms=cutoff)
+        if ids:
+            await self._queue.enqueue(ids)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        first = True
+        while not stop.is_set():
+            try:
+                await self.pass_once(all_queued=first)
+                first = False
+            except Exception:
+                log.exception("task reconciler pass failed")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._settings.reconcile_interval_seconds):
+                    await stop.wait()
+
+
+class TaskWorkers:
+    def __init__(
+        self,
+        *,
+        engine: AsyncEngine,
+        queue: TaskQueue,
+        executor: TaskExecutor,
+        sender: WebhookSender,
+        settings: TasksSettings,
+    ) -> None:
+        self.queue = queue
+        self.executor = executor
+        self.sender = sender
+        self.reconciler = Reconciler(engine, queue, executor, settings)
+        self._settings = settings
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._stop.clear()
+        self._tasks = [
+            asyncio.create_task(self._consume()),
+            asyncio.create_task(self.reconciler.run(self._stop)),
+            asyncio.create_task(self.sender.run(self._stop)),
+        ]
+        log.info("task workers started: queue=%s concurrency=%d", self.queue.backend, self._settings.worker_concurrency)
+
+    async def _consume(self) -> None:
+        """Run the queue consumer; if it dies (e.g. its database connection dropped), start it again."""
+        while not self._stop.is_set():
+            try:
+                await self.queue.run(
+                    self.executor.handle, concurrency=self._settings.worker_concurrency, stop=self._stop
+                )
+                return
+            except Exception:
+                log.exception("task queue consumer stopped; restarting it in 2 s")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(2):
+                    await self._stop.wait()
+
+    async def aclose(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            try:
+                await asyncio.wait_for(task, timeout=30)
+            except (TimeoutError, asyncio.CancelledError):
+                task.cancel()
+            except Exception:
+                log.exception("task worker component failed")
+        self._tasks = []

@@ -1,0 +1,1 @@
+"""Signed task webhooks (Standard Webhooks): per-team secrets, the outbox, the sender."""

@@ -1,0 +1,177 @@
+"""The webhook outbox: delivery rows (written with the task's terminal state) and their attempts.
+
+A sender claims a due row with a compare-and-swap on `lease_until_ms` and records its attempt together with
+the row's next state only while that claim is still its own; a sender that died leaves the claim to run
+out, and another takes the delivery over. Delivery is at least once: a receiver may see an event twice
+(same `webhook-id`) if a sender dies after the receiver answered and before the attempt was recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.clock import now_ms
+from modelport.storage.tables import webhook_attempts, webhook_deliveries
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    id: str
+    task_id: str
+    team_id: str
+    url: str
+    event_type: str
+    payload: str
+    status: str
+    attempts: int
+    next_attempt_at_ms: int
+    lease_until_ms: int
+    give_up_at_ms: int
+
+
+def _delivery(r: Any) -> Delivery:
+    return Delivery(
+        id=r.id,
+        task_id=r.task_id,
+        team_id=r.team_id,
+        url=r.url,
+        event_type=r.event_type,
+        payload=r.payload,
+        status=r.status,
+        attempts=int(r.attempts),
+        next_attempt_at_ms=int(r.next_attempt_at_ms),
+        lease_until_ms=int(r.lease_until_ms),
+        give_up_at_ms=int(r.give_up_at_ms),
+    )
+
+
+async def due(engine: AsyncEngine, *, limit: int) -> list[str]:
+    now = now_ms()
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                select(webhook_deliveries.c.id)
+                .where(
+                    webhook_deliveries.c.status == "pending",
+                    webhook_deliveries.c.next_attempt_at_ms <= now,
+                    webhook_deliveries.c.lease_until_ms < now,
+                )
+                .order_by(webhook_deliveries.c.next_attempt_at_ms)
+                .limit(limit)
+            )
+        ).all()
+    return [r.id for r in rows]
+
+
+async def claim(engine: AsyncEngine, delivery_id: str, *, claim_ms: int) -> Delivery | None:
+    now = now_ms()
+    async with engine.begin() as conn:
+        row = (
+            await conn.execute(
+                update(webhook_deliveries)
+                .where(
+                    webhook_deliveries.c.id == delivery_id,
+                    webhook_deliveries.c.status == "pending",
+                    webhook_deliveries.c.next_attempt_at_ms <= now,
+                    webhook_deliveries.c.lease_until_ms < now,
+                )
+                .values(lease_until_ms=now + claim_ms)
+                .returning(*webhook_deliveries.c)
+            )
+        ).first()
+    return None if row is None else _delivery(row)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    started_at_ms: int
+    duration_ms: int
+    status_code: int | None
+    outcome: str  # delivered | failed | gone | rate_limited | expired
+    error: str | None
+
+
+async def record(
+    engine: AsyncEngine, claimed: Delivery, attempt: Attempt | None, *, status: str, next_attempt_at_ms: int
+) -> bool:
+    """Record `attempt` (None: no request was made, e.g. the result expired) and move the delivery on; False
+    when our claim had run out and another sender owns the row (the attempt is still recorded)."""
+    now = now_ms()
+    async with engine.begin() as conn:
+        if attempt is not None:
+            await conn.execute(
+                insert(webhook_attempts).values(
+                    delivery_id=claimed.id,
+                    attempt=claimed.attempts + 1,
+                    started_at_ms=attempt.started_at_ms,
+                    duration_ms=attempt.duration_ms,
+                    status_code=attempt.status_code,
+                    outcome=attempt.outcome,
+                    error=attempt.error[:1000] if attempt.error else None,
+                )
+            )
+        result = await conn.execute(
+            update(webhook_deliveries)
+            .where(
+                webhook_deliveries.c.id == claimed.id,
+                webhook_deliveries.c.status == "pending",
+                webhook_deliveries.c.lease_until_ms == claimed.lease_until_ms,
+            )
+            .values(
+                status=status,
+                attempts=webhook_deliveries.c.attempts + (1 if attempt is not None else 0),
+                next_attempt_at_ms=next_attempt_at_ms,
+                lease_until_ms=0,
+                ended_at_ms=None if status == "pending" else now,
+            )
+        )
+    return bool(result.rowcount)
+
+
+async def for_task(engine: AsyncEngine, task_id: str) -> list[dict[str, Any]]:
+    """The deliveries of a task with every attempt, oldest first (the `GET .../webhooks` view)."""
+    async with engine.connect() as conn:
+        deliveries = (
+            await conn.execute(
+                select(webhook_deliveries)
+                .where(webhook_deliveries.c.task_id == task_id)
+                .order_by(webhook_deliveries.c.created_at_ms)
+            )
+        ).all()
+        attempts = (
+            await conn.execute(
+                select(webhook_attempts)
+                .where(webhook_attempts.c.delivery_id.in_([d.id for d in deliveries]))
+                .order_by(webhook_attempts.c.id)
+            )
+        ).all()
+    by_delivery: dict[str, list[dict[str, Any]]] = {}
+    for a in attempts:
+        by_delivery.setdefault(a.delivery_id, []).append(
+            {
+                "attempt": int(a.attempt),
+                "timestamp": int(a.started_at_ms),
+                "duration_ms": int(a.duration_ms),
+                "status_code": a.status_code,
+                "outcome": a.outcome,
+                "error": a.error,
+            }
+        )
+    return [
+        {
+            "webhook_id": d.id,
+            "event_type": d.event_type,
+            "url": d.url,
+            "status": d.status,
+            "attempt_count": int(d.attempts),
+            "next_attempt_at": int(d.next_attempt_at_ms) if d.status == "pending" else None,
+            "created_at": int(d.created_at_ms),
+            "ended_at": None if d.ended_at_ms is None else int(d.ended_at_ms),
+            "attempts": by_delivery.get(d.id, []),
+        }
+        for d in deliveries
+    ]

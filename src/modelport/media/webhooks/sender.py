@@ -1,0 +1,148 @@
+"""The webhook sender: claims due outbox rows and delivers them through the SSRF-safe fetcher.
+
+Rules: only a 2xx answer within `timeout_seconds` counts; a 3xx is a failure (no redirect is followed);
+`410 Gone` stops the delivery; `429` waits at least its `Retry-After`; other failures retry on the schedule
+(Standard Webhooks': 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h) with jitter, and never after the result
+expires. Every attempt is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import logging
+import random
+import time
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.clock import now_ms
+from modelport.media.webhooks import outbox
+from modelport.media.webhooks import secrets as team_secrets
+from modelport.media.webhooks.signing import signed_headers
+from modelport.net import FetchError, SafeFetcher
+from modelport.settings import WebhookSettings
+
+log = logging.getLogger("modelport.webhooks")
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """`Retry-After` as seconds from now: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class WebhookSender:
+    def __init__(self, engine: AsyncEngine, fetcher: SafeFetcher, settings: WebhookSettings) -> None:
+        self._engine = engine
+        self._fetcher = fetcher
+        self._settings = settings
+        self._wake = asyncio.Event()
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._inflight: set[asyncio.Task[None]] = set()
+
+    def wake(self) -> None:
+        """A terminal transition in this process wrote an outbox row: look now instead of at the next poll."""
+        self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.send_due()
+            except Exception:
+                log.exception("webhook sender pass failed")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._settings.poll_interval_seconds):
+                    await _first(stop, self._wake)
+        for task in list(self._inflight):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(task), timeout=self._settings.timeout_seconds + 1)
+
+    async def send_due(self) -> None:
+        for delivery_id in await outbox.due(self._engine, limit=self._settings.concurrency * 4):
+            if self._slots.locked():
+                return
+            claimed = await outbox.claim(self._engine, delivery_id, claim_ms=int(self._settings.claim_seconds * 1000))
+            if claimed is None:
+                continue
+            await self._slots.acquire()
+            task = asyncio.create_task(self._deliver(claimed))
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+
+    async def _deliver(self, claimed: outbox.Delivery) -> None:
+        try:
+            await self.deliver(claimed)
+        except Exception:
+            log.exception("webhook %s: delivery failed unexpectedly", claimed.id)
+        finally:
+            self._slots.release()
+
+    async def deliver(self, claimed: outbox.Delivery) -> None:
+        started = now_ms()
+        if started >= claimed.give_up_at_ms:
+            await outbox.record(self._engine, claimed, None, status="failed", next_attempt_at_ms=started)
+            log.warning("webhook %s: result expired before delivery; giving up", claimed.id)
+            return
+        keys = (await team_secrets.get_or_create(self._engine, claimed.team_id)).signing(started)
+        headers = signed_headers(claimed.id, claimed.payload, keys, started)
+        status_code: int | None = None
+        error: str | None = None
+        retry_after: float | None = None
+        try:
+            answer = await self._fetcher.send(
+                claimed.url, body=claimed.payload.encode(), headers=headers, time_limit=self._settings.timeout_seconds
+            )
+            status_code = answer.status
+            retry_after = retry_after_seconds(answer.headers.get("Retry-After"))
+        except FetchError as exc:
+            error = f"{exc.kind}: {exc.detail}"
+        duration = now_ms() - started
+        attempt_no = claimed.attempts + 1
+
+        if status_code is not None and 200 <= status_code < 300:
+            attempt = outbox.Attempt(started, duration, status_code, "delivered", None)
+            await outbox.record(self._engine, claimed, attempt, status="delivered", next_attempt_at_ms=started)
+            return
+        if status_code == 410:
+            attempt = outbox.Attempt(started, duration, status_code, "gone", "receiver answered 410 Gone")
+            await outbox.record(self._engine, claimed, attempt, status="stopped", next_attempt_at_ms=started)
+            return
+        if status_code is not None and error is None:
+            error = f"receiver answered HTTP {status_code}"
+            if 300 <= status_code < 400:
+                error += " (redirects are not followed)"
+        outcome = "rate_limited" if status_code == 429 else "failed"
+        attempt = outbox.Attempt(started, duration, status_code, outcome, error)
+
+        schedule = self._settings.schedule_seconds
+        if attempt_no >= len(schedule):
+            await outbox.record(self._engine, claimed, attempt, status="failed", next_attempt_at_ms=started)
+            return
+        delay = schedule[attempt_no] * (1 + random.uniform(-1, 1) * self._settings.jitter_fraction)
+        if status_code == 429 and retry_after is not None:
+            delay = max(delay, min(retry_after, self._settings.max_retry_after_seconds))
+        next_at = now_ms() + int(delay * 1000)
+        if next_at >= claimed.give_up_at_ms:
+            await outbox.record(self._engine, claimed, attempt, status="failed", next_attempt_at_ms=started)
+            return
+        await outbox.record(self._engine, claimed, attempt, status="pending", next_attempt_at_ms=next_at)
+
+
+async def _first(*events: asyncio.Event) -> None:
+    waiters = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()

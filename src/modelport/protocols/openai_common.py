@@ -1,0 +1,45 @@
+"""Request fields Chat Completions and Responses share, carried across when one speaks to the other.
+
+Both OpenAI protocols take ``prompt_cache_key``, ``prompt_cache_retention``, ``store``, ``service_tier`` and
+``safety_identifier`` under the same names and meanings, so a request translated between them keeps them
+(docs/api/translation.md). Log probabilities are spelled differently: Chat ``logprobs: true`` (+
+``top_logprobs``) is Responses ``include: ["message.output_text.logprobs"]`` (+ ``top_logprobs``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelport.core.messages import CanonicalRequest
+
+SHARED_FIELDS = ("prompt_cache_key", "prompt_cache_retention", "store", "service_tier", "safety_identifier")
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
+_OPENAI = ("openai_chat", "openai_responses")
+
+
+def _other_openai(req: CanonicalRequest, target: str) -> dict[str, Any]:
+    """The client's top-level fields when it spoke the other OpenAI protocol, else nothing."""
+    if req.source_protocol not in _OPENAI or req.source_protocol == target:
+        return {}
+    return req.extras
+
+
+def carry_to_chat(req: CanonicalRequest, body: dict[str, Any]) -> None:
+    extras = _other_openai(req, "openai_chat")
+    body.update({k: extras[k] for k in SHARED_FIELDS if extras.get(k) is not None})
+    include = extras.get("include")
+    if isinstance(include, list) and LOGPROBS_INCLUDE in include:
+        body["logprobs"] = True
+        if isinstance(extras.get("top_logprobs"), int):
+            body["top_logprobs"] = extras["top_logprobs"]
+
+
+def carry_to_responses(req: CanonicalRequest, body: dict[str, Any]) -> None:
+    extras = _other_openai(req, "openai_responses")
+    body.update({k: extras[k] for k in SHARED_FIELDS if extras.get(k) is not None})
+    if extras.get("logprobs") is True:
+        include = body.setdefault("include", [])
+        if LOGPROBS_INCLUDE not in include:
+            include.append(LOGPROBS_INCLUDE)
+        if isinstance(extras.get("top_logprobs"), int):
+            body["top_logprobs"] = extras["top_logprobs"]

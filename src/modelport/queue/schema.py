@@ -1,0 +1,31 @@
+"""PgQueuer's own tables on PostgreSQL, installed by `modelport migrate` beside our Alembic schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pgqueuer import Queries
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+
+async def _queries(conn: AsyncConnection) -> Queries:
+    raw: Any = (await conn.get_raw_connection()).driver_connection
+    return Queries(AsyncpgDriver(raw))
+
+
+async def ensure_queue_schema(conn: AsyncConnection) -> None:
+    """Install (or converge) PgQueuer's schema; a no-op on SQLite. Run under the migration lock."""
+    if conn.dialect.name != "postgresql":
+        return
+    queries = await _queries(conn)
+    if not await queries.schema_is_installed():
+        await queries.install()
+    else:
+        await queries.upgrade()
+
+
+async def queue_schema_installed(conn: AsyncConnection) -> bool:
+    if conn.dialect.name != "postgresql":
+        return True
+    return await (await _queries(conn)).schema_is_installed()

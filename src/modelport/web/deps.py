@@ -1,0 +1,106 @@
+"""Request dependencies: the process's services, and authentication for each host.
+
+Media host: `Authorization: Bearer <key>` only. Text gateway: Bearer or `x-api-key`, equivalent; both
+present with different values is a 401. A credential header sent twice is a 401 too: which copy a proxy
+or a server keeps differs, so none is trusted.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from starlette.requests import Request
+
+from modelport.accounts.auth import AuthContext
+from modelport.errors import AuthenticationFailed, NotFound
+from modelport.services import Services
+
+
+class MediaAuthFailed(AuthenticationFailed):
+    """The media host's fixed 401 message: `Authentication failed: invalid team`."""
+
+    def __init__(self) -> None:
+        super().__init__("invalid team")
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+class DuplicateCredentialHeader(Exception):
+    """`Authorization` or `x-api-key` appears more than once in one request."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def single_header(request: Request, name: str) -> str | None:
+    """The header's one value, None when absent; raises DuplicateCredentialHeader when sent twice."""
+    values = request.headers.getlist(name)
+    if len(values) > 1:
+        raise DuplicateCredentialHeader(name)
+    return values[0] if values else None
+
+
+def bearer_token(request: Request) -> str | None:
+    header = single_header(request, "authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return ""
+    return token.strip()
+
+
+async def media_auth(request: Request) -> AuthContext:
+    try:
+        token = bearer_token(request)
+    except DuplicateCredentialHeader:
+        raise MediaAuthFailed() from None
+    if not token:
+        raise MediaAuthFailed()
+    context = await get_services(request).auth.authenticate(token)
+    if context is None:
+        raise MediaAuthFailed()
+    request.state.auth = context
+    return context
+
+
+def text_api_key(request: Request) -> str:
+    try:
+        bearer = bearer_token(request)
+        x_api_key = single_header(request, "x-api-key")
+    except DuplicateCredentialHeader as exc:
+        raise AuthenticationFailed(f"more than one {exc.name} header", code="invalid_api_key") from None
+    if bearer is not None and x_api_key is not None and bearer != x_api_key.strip():
+        raise AuthenticationFailed("conflicting API keys in Authorization and x-api-key", code="invalid_api_key")
+    key = bearer or (x_api_key.strip() if x_api_key else "")
+    if not key:
+        raise AuthenticationFailed(
+            "Missing API key: send Authorization: Bearer <key> or x-api-key: <key>", code="invalid_api_key"
+        )
+    return key
+
+
+async def text_auth(request: Request) -> AuthContext:
+    key = text_api_key(request)
+    context = await get_services(request).auth.authenticate(key)
+    if context is None:
+        raise AuthenticationFailed("Invalid API key", code="invalid_api_key")
+    request.state.auth = context
+    return context
+
+
+async def admin_auth(request: Request) -> None:
+    """Admin routes answer 404 (not 401) when no admin token is configured: they do not exist then."""
+    configured = get_services(request).settings.admin_token
+    if configured is None:
+        raise NotFound(f"no route {request.method} {request.url.path}")
+    try:
+        token = bearer_token(request) or ""
+    except DuplicateCredentialHeader:
+        token = ""
+    if not hmac.compare_digest(token.encode(), configured.get_secret_value().encode()):
+        raise AuthenticationFailed("invalid admin token")
