@@ -200,6 +200,20 @@ class WebhookSettings(BaseModel):
     previous_secret_seconds: int = Field(default=24 * 3600, ge=0)
 
 
+class ConsoleSettings(BaseModel):
+    """The web console at `/console/` on the media host (`settings.console`, env prefix `MODELPORT_CONSOLE__`)."""
+
+    # A session ends after this long without a page load (each response renews the signed cookie)...
+    session_idle_seconds: int = Field(default=8 * 3600, ge=1)
+    # ...and this long after sign-in in any case.
+    session_max_seconds: int = Field(default=7 * 24 * 3600, ge=1)
+    # Sign-in attempts (team key or admin token) per client address per minute; shared through Redis
+    # when it is configured.
+    sign_in_per_minute: int = Field(default=10, ge=1)
+    # The cookie's Secure flag; unset: on when the public media URL is https.
+    secure_cookie: bool | None = None
+
+
 class TierSettings(BaseModel):
     """One rung of the tier ladder. A single top-up of at least `qualifying_topup_usd` moves a team here."""
 
@@ -290,6 +304,7 @@ class Settings(BaseSettings):
     assets: AssetsSettings = Field(default_factory=AssetsSettings)
     tasks: TasksSettings = Field(default_factory=TasksSettings)
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
 
     @classmethod
     def settings_customise_sources(

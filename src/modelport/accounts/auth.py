@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts.keys import hash_key
-from modelport.accounts.service import lookup_key, touch_key
+from modelport.accounts.models import ApiKey, Team
+from modelport.accounts.service import lookup_key, lookup_key_id, touch_key
 from modelport.clock import now_ms
 
 _TOUCH_INTERVAL_MS = 60_000
@@ -38,11 +39,20 @@ class _Entry:
     touched_ms: int = 0
 
 
+def _context(found: tuple[ApiKey, Team] | None) -> AuthContext | None:
+    if found is None or not found[0].active:
+        return None
+    record, team = found
+    return AuthContext(record.id, record.prefix, team.id, team.name, team.tier, team.log_retention)
+
+
 class Authenticator:
     def __init__(self, engine: AsyncEngine, *, ttl: float) -> None:
         self._engine = engine
         self._ttl = ttl
         self._cache: dict[str, _Entry] = {}
+        # Key id -> team, for the console: its session remembers the key id, never the key. Same bound.
+        self._by_id: dict[str, _Entry] = {}
         # Loads in flight per key digest: when an entry expires under load, the concurrent requests for that
         # key share one database lookup instead of each running its own (and filling the connection pool).
         self._loading: dict[str, asyncio.Future[_Entry]] = {}
@@ -64,8 +74,23 @@ class Authenticator:
             self._maybe_touch(entry)
         return entry.context
 
+    async def authenticate_key_id(self, key_id: str) -> AuthContext | None:
+        """The team of an active key, by key id; cached like `authenticate`, so a revocation reaches a
+        console session within `ttl` seconds. Does not count as a use of the key (no `last_used_at`)."""
+        now = time.monotonic()
+        entry = self._by_id.get(key_id)
+        if entry is None or entry.expires_at <= now:
+            found = await lookup_key_id(self._engine, key_id)
+            entry = _Entry(context=_context(found), expires_at=now + self._ttl)
+            if self._ttl > 0:
+                if len(self._by_id) >= _MAX_ENTRIES:
+                    self._by_id.clear()
+                self._by_id[key_id] = entry
+        return entry.context
+
     def evict_all(self) -> None:
         self._cache.clear()
+        self._by_id.clear()
         self._loading.clear()  # requests from now on must not join a lookup that started before the change
 
     async def _load_shared(self, digest: str, key: str, now: float) -> _Entry:
@@ -85,13 +110,8 @@ class Authenticator:
 
     async def _load(self, key: str, now: float) -> _Entry:
         found = await lookup_key(self._engine, key)
-        context: AuthContext | None = None
-        touched = 0
-        if found is not None:
-            record, team = found
-            if record.active:
-                context = AuthContext(record.id, record.prefix, team.id, team.name, team.tier, team.log_retention)
-                touched = record.last_used_at_ms or 0
+        context = _context(found)
+        touched = (found[0].last_used_at_ms or 0) if context is not None and found is not None else 0
         return _Entry(context=context, expires_at=now + self._ttl, touched_ms=touched)
 
     def _maybe_touch(self, entry: _Entry) -> None:

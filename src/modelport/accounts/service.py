@@ -168,6 +168,18 @@ async def lookup_key(engine: AsyncEngine, key: str) -> tuple[ApiKey, Team] | Non
     return record, team
 
 
+async def lookup_key_id(engine: AsyncEngine, key_id: str) -> tuple[ApiKey, Team] | None:
+    """The key's record and team by key id (the console's session holds the id, never the key)."""
+    async with engine.connect() as conn:
+        row = (await conn.execute(select(api_keys).where(api_keys.c.id == key_id))).first()
+        if row is None:
+            return None
+        record = key_from_row(row)
+        team = await find_team(conn, record.team_id)
+    assert team is not None  # FK guarantees it
+    return record, team
+
+
 async def touch_key(engine: AsyncEngine, key_id: str, at_ms: int) -> None:
     async with engine.begin() as conn:
         await conn.execute(update(api_keys).where(api_keys.c.id == key_id).values(last_used_at_ms=at_ms))

@@ -9,6 +9,7 @@ from starlette.responses import HTMLResponse, Response
 from modelport.apps import admin
 from modelport.apps.assemble import build_services
 from modelport.apps.factory import base_app, finish_app
+from modelport.console.app import mount_console
 from modelport.errors import NotFound
 from modelport.media import utility
 from modelport.media.assets import routes as asset_routes
@@ -24,6 +25,7 @@ from modelport.web.deps import get_services
 def create_media_app(services: Services | None = None, settings: Settings | None = None) -> FastAPI:
     services = services or build_services(settings or load_settings())
     app = base_app(services, host="media", title="modelport media host")
+    mount_console(app, services)  # before the tasks' `/{provider}/{model}` routes, which would take /console/x
     # Tasks last: their `POST /{provider}/{model}` must not shadow the fixed routes before them.
     for router in (
         utility.router,

@@ -1,0 +1,77 @@
+"""The console's ASGI app, mounted on the media host at `/console` by the composition root.
+
+Its own FastAPI app (no OpenAPI document), so its session middleware, CSRF check and HTML error pages
+touch nothing of the API. Static files are mounted beside it, outside the session middleware, so they
+never set a cookie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastapi import APIRouter, Depends, FastAPI
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from modelport.console import signin
+from modelport.console.csrf import verify_csrf
+from modelport.console.errors import CatchUnexpected, install_error_pages
+from modelport.console.sessions import middleware_options
+from modelport.console.team import ROUTERS as TEAM_ROUTERS
+from modelport.services import Services
+
+MOUNT = "/console"
+
+# Every page loads only what this package serves: no CDN, no inline script, no framing.
+_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+_HEADERS = [
+    (b"content-security-policy", _CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),  # pages show balances, logs and one-time secrets
+]
+
+
+class SecurityHeaders:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(n, v) for n, v in _HEADERS if n not in names]
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def create_console_app(services: Services, routers: Sequence[APIRouter] = ()) -> FastAPI:
+    """The console app; `routers` are added after the team console's (the operator console's go here)."""
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, dependencies=[Depends(verify_csrf)])
+    app.state.services = services
+    install_error_pages(app)
+    app.include_router(signin.router)
+    for router in (*TEAM_ROUTERS, *routers):
+        app.include_router(router)
+    app.add_middleware(CatchUnexpected)  # inside the sessions: the 500 page still has the session
+    app.add_middleware(SessionMiddleware, **middleware_options(services))
+    app.add_middleware(SecurityHeaders)
+    return app
+
+
+def mount_console(app: FastAPI, services: Services, routers: Sequence[APIRouter] = ()) -> None:
+    """Mount the console (and its static files) on the media host app."""
+    static = StaticFiles(packages=[("modelport.console", "static")])
+    app.mount(f"{MOUNT}/static", static, name="console-static")
+    app.mount(MOUNT, create_console_app(services, routers), name="console")

@@ -1,0 +1,59 @@
+"""Who is signed in: `require_team` and `require_operator`, dependencies of the console's pages.
+
+Without a valid session they raise `SignInRequired` (the console answers a redirect to the sign-in page;
+for an htmx request an `HX-Redirect`). A team session is checked on every request through the cached
+auth path by key id, so a revoked key's session ends within `auth_cache_seconds`.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from modelport.accounts.auth import AuthContext
+from modelport.console.sessions import KEY_ID, OPERATOR, TEAM_ID, end_session, operator_marker, session_expired
+from modelport.errors import NotFound
+from modelport.web.deps import get_services
+
+TEAM_SIGN_IN = "/sign-in"
+OPERATOR_SIGN_IN = "/admin/sign-in"
+
+
+class SignInRequired(Exception):
+    """No valid session for this page; `sign_in` is the console-relative path of the sign-in page."""
+
+    def __init__(self, sign_in: str) -> None:
+        super().__init__(sign_in)
+        self.sign_in = sign_in
+
+
+async def require_team(request: Request) -> AuthContext:
+    """The signed-in team (as the auth context of the key it signed in with)."""
+    services = get_services(request)
+    team_id, key_id = request.session.get(TEAM_ID), request.session.get(KEY_ID)
+    if not isinstance(team_id, str) or not isinstance(key_id, str) or session_expired(request, services.settings):
+        end_session(request)
+        raise SignInRequired(TEAM_SIGN_IN)
+    context = await services.auth.authenticate_key_id(key_id)
+    if context is None or context.team_id != team_id:
+        end_session(request)  # the key was revoked (or the session is not ours): sign in again
+        raise SignInRequired(TEAM_SIGN_IN)
+    request.state.auth = context
+    return context
+
+
+async def require_operator(request: Request) -> None:
+    """An operator session. Without `MODELPORT_ADMIN_TOKEN` the operator console does not exist (404)."""
+    services = get_services(request)
+    marker = operator_marker(services)
+    if marker is None:
+        raise NotFound(f"no page {request.url.path}")
+    stored = request.session.get(OPERATOR)
+    if stored is None:
+        raise SignInRequired(OPERATOR_SIGN_IN)  # a team's session stays as it is
+    if stored != marker or session_expired(request, services.settings):
+        end_session(request)  # expired, or signed in with an admin token that has since changed
+        raise SignInRequired(OPERATOR_SIGN_IN)
+
+
+def operator_console_enabled(request: Request) -> bool:
+    return get_services(request).settings.admin_token is not None

@@ -1,0 +1,102 @@
+"""Signing in and out: a team with one of its API keys, an operator with `MODELPORT_ADMIN_TOKEN`."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from modelport.console.deps import OPERATOR_SIGN_IN, TEAM_SIGN_IN, operator_console_enabled
+from modelport.console.sessions import (
+    KEY_ID,
+    OPERATOR,
+    check_admin_token,
+    end_session,
+    limit_sign_in,
+    start_operator_session,
+    start_team_session,
+)
+from modelport.console.templating import console_root, render
+from modelport.errors import NotFound, RateLimited
+from modelport.web.deps import get_services
+
+router = APIRouter()
+
+OPERATOR_HOME = "/admin/"
+
+
+def safe_next(raw: object, default: str) -> str:
+    """Where to go after signing in: a console-relative path only (never another site)."""
+    if isinstance(raw, str) and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw:
+        return raw
+    return default
+
+
+def _form_value(form: object, name: str) -> str:
+    value = form.get(name) if hasattr(form, "get") else None
+    return value.strip() if isinstance(value, str) else ""
+
+
+@router.get("/sign-in")
+async def team_sign_in_page(request: Request) -> Response:
+    if request.session.get(KEY_ID):
+        return RedirectResponse(console_root(request) + safe_next(request.query_params.get("next"), "/"), 303)
+    return render(request, "sign_in.html", _sign_in_context(request, operator=False))
+
+
+@router.post("/sign-in")
+async def team_sign_in(request: Request) -> Response:
+    services = get_services(request)
+    form = await request.form()
+    context = _sign_in_context(request, operator=False, next_path=_form_value(form, "next"))
+    try:
+        await limit_sign_in(request, services)
+    except RateLimited as exc:
+        return render(request, "sign_in.html", {**context, "error": exc.detail}, status=429, headers=exc.headers)
+    auth = await services.auth.authenticate(_form_value(form, "api_key"))
+    if auth is None:
+        error = "That key was not accepted: it is unknown or has been revoked."
+        return render(request, "sign_in.html", {**context, "error": error}, status=401)
+    start_team_session(request, auth.team_id, auth.key_id)
+    return RedirectResponse(console_root(request) + safe_next(context["next_path"], "/"), status_code=303)
+
+
+@router.get(OPERATOR_SIGN_IN)
+async def operator_sign_in_page(request: Request) -> Response:
+    if not operator_console_enabled(request):
+        raise NotFound("no page")
+    return render(request, "sign_in.html", _sign_in_context(request, operator=True))
+
+
+@router.post(OPERATOR_SIGN_IN)
+async def operator_sign_in(request: Request) -> Response:
+    if not operator_console_enabled(request):
+        raise NotFound("no page")
+    services = get_services(request)
+    form = await request.form()
+    context = _sign_in_context(request, operator=True, next_path=_form_value(form, "next"))
+    try:
+        await limit_sign_in(request, services)
+    except RateLimited as exc:
+        return render(request, "sign_in.html", {**context, "error": exc.detail}, status=429, headers=exc.headers)
+    if not check_admin_token(services, _form_value(form, "admin_token")):
+        return render(request, "sign_in.html", {**context, "error": "That admin token was not accepted."}, status=401)
+    start_operator_session(request, services)
+    return RedirectResponse(console_root(request) + safe_next(context["next_path"], OPERATOR_HOME), status_code=303)
+
+
+@router.post("/sign-out")
+async def sign_out(request: Request) -> Response:
+    operator = OPERATOR in request.session
+    end_session(request)
+    return RedirectResponse(console_root(request) + (OPERATOR_SIGN_IN if operator else TEAM_SIGN_IN), status_code=303)
+
+
+def _sign_in_context(request: Request, *, operator: bool, next_path: str | None = None) -> dict[str, object]:
+    raw_next = next_path if next_path is not None else request.query_params.get("next", "")
+    return {
+        "title": "Operator sign-in" if operator else "Sign in",
+        "operator": operator,
+        "next_path": safe_next(raw_next, ""),
+        "error": None,
+    }

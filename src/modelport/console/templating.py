@@ -1,0 +1,90 @@
+"""Rendering console pages: one Jinja2 environment over `templates/`, autoescaped.
+
+Templates get `request`, `auth` (the signed-in team, if any), `url(path)` (a console-relative path made
+absolute under the mount point), `static(path)`, `csrf_field()` and `csrf_token()`, and the filters
+`usd` (micro-USD), `when` (UNIX ms as UTC) and `num` (thousands separators).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from modelport.console.csrf import FIELD, csrf_token
+
+_env = Environment(
+    loader=PackageLoader("modelport.console", "templates"),
+    autoescape=select_autoescape(["html"]),
+    undefined=StrictUndefined,  # a typo in a template is an error in the tests, not a blank on the page
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def console_root(request: Request) -> str:
+    """The path the console is mounted at (`/console`), from the ASGI scope."""
+    root: str = request.scope.get("root_path", "")
+    return root.rstrip("/")
+
+
+def usd(micros: int | None, places: int = 6) -> str:
+    if micros is None:
+        return "-"
+    value = Decimal(micros).scaleb(-6).quantize(Decimal(1).scaleb(-places))
+    return f"${value:,}" if value >= 0 else f"-${-value:,}"
+
+
+def when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def num(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+_env.filters.update(usd=usd, when=when, num=num)
+
+# The team console's navigation: (console path, label, the `active` key a page sets).
+TEAM_NAV = (
+    ("/", "Overview", "overview"),
+    ("/keys", "API keys", "keys"),
+    ("/usage", "Usage", "usage"),
+    ("/logs", "Request logs", "logs"),
+    ("/tasks", "Tasks", "tasks"),
+    ("/assets", "Assets", "assets"),
+    ("/billing", "Billing", "billing"),
+    ("/webhooks", "Webhook secret", "webhooks"),
+)
+_env.globals["team_nav"] = TEAM_NAV
+
+
+def render(
+    request: Request,
+    template: str,
+    context: dict[str, Any] | None = None,
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    root = console_root(request)
+    values: dict[str, Any] = {
+        "request": request,
+        "auth": getattr(request.state, "auth", None),
+        "url": lambda path="/": root + (path if path.startswith("/") else "/" + path),
+        "static": lambda path: f"{root}/static/{path}",
+        "csrf_token": lambda: csrf_token(request),
+        "csrf_field": lambda: Markup('<input type="hidden" name="{}" value="{}">').format(FIELD, csrf_token(request)),
+        "active": "",
+        "title": "",
+    }
+    values.update(context or {})
+    html = _env.get_template(template).render(values)
+    return HTMLResponse(html, status_code=status, headers=headers)
