@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -13,7 +14,9 @@ from modelport.billing.topups import topup_team
 from modelport.catalog import import_catalog, load_catalog_file
 from modelport.errors import NotFound
 from modelport.settings import Settings
-from modelport.storage.migrate import is_up_to_date, upgrade_to_head
+from modelport.storage.migrate import schema_state, upgrade_to_head
+
+log = logging.getLogger("modelport.bootstrap")
 
 
 class StartupError(RuntimeError):
@@ -30,8 +33,13 @@ class DemoInfo:
 async def ensure_schema(engine: AsyncEngine, settings: Settings) -> None:
     if settings.is_sqlite:
         await upgrade_to_head(engine)
-    elif not await is_up_to_date(engine):
+        return
+    state = await schema_state(engine)
+    if state == "behind":
         raise StartupError("the PostgreSQL schema is not up to date: run `modelport migrate` first")
+    if state == "ahead":
+        # A rolling upgrade in progress (or a rollback): the newer schema only added to ours.
+        log.warning("the PostgreSQL schema is newer than this version's migrations; starting anyway")
 
 
 async def ensure_demo_team(engine: AsyncEngine, settings: Settings) -> DemoInfo:

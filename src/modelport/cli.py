@@ -131,13 +131,16 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
 def worker() -> None:
     """Run media tasks, the task reconciler and webhook deliveries (no HTTP); start as many as you like."""
     from modelport.logs import configure_logging
-    from modelport.worker import run_worker
+    from modelport.worker import run_worker, start_metrics
 
     settings = _settings()
     configure_logging(settings.log_level, json_lines=settings.log_json)
     # The schema (SQLite migrated, PostgreSQL must be up to date) and the catalog, as serve does.
     _run_db(settings, lambda engine: prepare_worker(engine, settings), migrate_sqlite=False)
+    metrics_url = start_metrics(settings)
     click.echo("media task worker started", err=False)
+    if metrics_url is not None:
+        click.echo(f"metrics:       {metrics_url}   (Prometheus text format)", err=False)
     sys.stdout.flush()
     import uvloop
 

@@ -22,6 +22,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, mult
 log = logging.getLogger("modelport.metrics")
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
+TASK_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
 HTTP_REQUESTS = Counter("modelport_http_requests", "HTTP requests answered", ["host", "route", "method", "status"])
 HTTP_DURATION = Histogram(
@@ -46,6 +48,35 @@ UPSTREAM_TTFB = Histogram(
     ["provider", "model", "deployment"],
     buckets=LATENCY_BUCKETS,
 )
+UPSTREAM_DURATION = Histogram(
+    "modelport_upstream_duration_seconds",
+    "From sending the upstream request to the end of its answer (streams: the last chunk)",
+    ["provider", "model", "deployment"],
+    buckets=LATENCY_BUCKETS,
+)
+UPSTREAM_TTFT = Histogram(
+    "modelport_upstream_time_to_first_token_seconds",
+    "Streams: from sending the upstream request to the first event carrying output (text, reasoning, tool call)",
+    ["provider", "model", "deployment"],
+    buckets=LATENCY_BUCKETS,
+)
+GATEWAY_OVERHEAD = Histogram(
+    "modelport_gateway_overhead_seconds",
+    "Time a text request spent in the gateway rather than waiting on the upstream",
+    ["path", "stream"],
+    buckets=OVERHEAD_BUCKETS,
+)
+DEPLOYMENT_COOLDOWNS = Counter(
+    "modelport_deployment_cooldowns",
+    "Times a process took a deployment out of rotation (a 429, or repeated failures)",
+    ["provider", "model", "deployment"],
+)
+DEPLOYMENT_COOLDOWN_UNTIL = Gauge(
+    "modelport_deployment_cooldown_until_seconds",
+    "UNIX time until which a deployment sits out (latest over live processes; in the past: in rotation)",
+    ["provider", "model", "deployment"],
+    multiprocess_mode="livemax",
+)
 TOKENS = Counter("modelport_tokens", "Tokens billed", ["model", "direction"])
 SPEND = Counter("modelport_spend_usd", "Amount billed, in USD", ["model"])
 TEXT_OUTCOMES = Counter(
@@ -69,6 +100,33 @@ WRITE_FLUSH_SECONDS = Histogram(
     buckets=LATENCY_BUCKETS,
 )
 
+TASKS_CREATED = Counter("modelport_media_tasks_created", "Media tasks accepted (money frozen, row written)", ["model"])
+TASKS_FINISHED = Counter(
+    "modelport_media_tasks_finished", "Media tasks that reached a final status", ["model", "status"]
+)
+TASK_DURATION = Histogram(
+    "modelport_media_task_duration_seconds",
+    "From a media task's creation to its final status",
+    ["model", "status"],
+    buckets=TASK_BUCKETS,
+)
+TASKS_UNFINISHED = Gauge(
+    "modelport_media_tasks_unfinished",
+    "Media tasks waiting for a worker (queued) or running (processing), all teams, read by the reconciler",
+    ["status"],
+    multiprocess_mode="livemostrecent",
+)
+WEBHOOK_ATTEMPTS = Counter(
+    "modelport_webhook_attempts",
+    "Webhook requests sent, by outcome (delivered, gone, rate_limited, failed)",
+    ["outcome"],
+)
+WEBHOOK_FINAL = Counter(
+    "modelport_webhook_deliveries",
+    "Webhook deliveries that ended: delivered, stopped (410 Gone) or failed (gave up)",
+    ["status"],
+)
+
 
 def deployment_label(candidate_key: str) -> str:
     """`provider/model#i` keys of the router: the deployment part."""
@@ -77,6 +135,12 @@ def deployment_label(candidate_key: str) -> str:
 
 def provider_of(model_id: str) -> str:
     return model_id.partition("/")[0]
+
+
+def deployment_labels(candidate_key: str) -> tuple[str, str, str]:
+    """provider, model and deployment of a router key `provider/model#i`."""
+    model, _, index = candidate_key.rpartition("#")
+    return provider_of(model), model, index or "0"
 
 
 def prepare_multiprocess_dir() -> Path:

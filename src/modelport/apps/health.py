@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from modelport.media.files.service import FILES
 from modelport.services import ServiceKey, Services
-from modelport.storage.migrate import is_up_to_date
+from modelport.storage.migrate import schema_state
 from modelport.web.deps import get_services
 from modelport.web.envelope import JSONBytesResponse
 
@@ -31,7 +31,9 @@ HEALTH_PATHS = frozenset({"/healthz", "/readyz"})
 # Never a real object: HEAD of a missing key proves the store answers without reading anything.
 _PROBE_KEY = "readyz-probe"
 
-CheckResult = Literal["ok", "unreachable", "timeout", "behind", "not configured"]
+CheckResult = Literal["ok", "unreachable", "timeout", "behind", "ahead", "not configured"]
+# Results that count as ready: `ahead` is an older process during a rolling upgrade (the schema only grew).
+PASSING = frozenset({"ok", "ahead", "not configured"})
 
 
 class Liveness(BaseModel):
@@ -40,7 +42,8 @@ class Liveness(BaseModel):
 
 class Readiness(BaseModel):
     """`checks`: one entry per dependency: `ok`, `unreachable`, `timeout`, `behind` (migrations not
-    applied: run `modelport migrate`) or `not configured` (Redis without MODELPORT_REDIS_URL)."""
+    applied: run `modelport migrate`), `ahead` (a newer version migrated the database: passes) or
+    `not configured` (Redis without MODELPORT_REDIS_URL)."""
 
     status: Literal["ready", "not ready", "draining"]
     checks: dict[str, CheckResult]
@@ -65,7 +68,7 @@ async def readyz(request: Request) -> Response:
     checks = await services[READINESS].run()
     if services.draining:
         return JSONBytesResponse({"status": "draining", "checks": checks}, status_code=503)
-    ready = all(v in ("ok", "not configured") for v in checks.values())
+    ready = all(v in PASSING for v in checks.values())
     return JSONBytesResponse(
         {"status": "ready" if ready else "not ready", "checks": checks}, status_code=200 if ready else 503
     )
@@ -89,7 +92,7 @@ class ReadinessChecker:
     async def _check_all(self) -> dict[str, CheckResult]:
         services = self._services
         names = ["database", "migrations", "storage"]
-        checks: list[Callable[[], Awaitable[bool]]] = [self._database, self._migrations, self._storage]
+        checks: list[Callable[[], Awaitable[CheckResult]]] = [self._database, self._migrations, self._storage]
         if services.redis is not None:
             names.append("redis")
             checks.append(self._redis)
@@ -101,32 +104,32 @@ class ReadinessChecker:
             results["migrations"] = results["database"]
         return results
 
-    async def _database(self) -> bool:
+    async def _database(self) -> CheckResult:
         async with self._services.db.connect() as conn:
             await conn.execute(text("SELECT 1"))
-        return True
+        return "ok"
 
-    async def _migrations(self) -> bool:
-        return await is_up_to_date(self._services.db)
+    async def _migrations(self) -> CheckResult:
+        state = await schema_state(self._services.db)
+        return "ok" if state == "current" else state
 
-    async def _redis(self) -> bool:
+    async def _redis(self) -> CheckResult:
         assert self._services.redis is not None
         await self._services.redis.ping()
-        return True
+        return "ok"
 
-    async def _storage(self) -> bool:
+    async def _storage(self) -> CheckResult:
         await self._services[FILES].store.exists(_PROBE_KEY)
-        return True
+        return "ok"
 
 
 READINESS: ServiceKey[ReadinessChecker] = ServiceKey("readiness")
 
 
-async def _bounded(check: Callable[[], Awaitable[bool]]) -> CheckResult:
+async def _bounded(check: Callable[[], Awaitable[CheckResult]]) -> CheckResult:
     try:
-        ok = await asyncio.wait_for(check(), CHECK_TIMEOUT)
+        return await asyncio.wait_for(check(), CHECK_TIMEOUT)
     except TimeoutError:
         return "timeout"
     except Exception:
         return "unreachable"
-    return "ok" if ok else "behind"

@@ -83,6 +83,11 @@ class ProtocolCodec(Protocol):
         """This SSE event reports an error inside a stream of this protocol."""
         ...
 
+    def carries_output(self, event: str | None, data: str) -> bool:
+        """This SSE event carries model output (text, reasoning, a tool call): the first one times the
+        time-to-first-token metric. Asked only until it first answers True."""
+        ...
+
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
         """Adjust a body about to be sent to an upstream of this protocol, in place. Returns True when the
         relay must drop a usage-only chunk the client did not ask for (the upstream was asked for usage so

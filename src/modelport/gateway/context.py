@@ -35,6 +35,11 @@ class RequestContext:
     # The canonical request was changed after decoding (own media inlined): the body cannot be forwarded as is.
     rewritten: bool = False
     extra_response_headers: dict[str, str] = field(default_factory=dict)
+    # perf_counter() times for the latency metrics: arrival, the answered upstream call's send, and the time
+    # spent on upstream attempts that failed before it (fallback).
+    arrived: float = 0.0
+    upstream_sent: float = 0.0
+    upstream_waited: float = 0.0
 
 
 @dataclass(slots=True)
@@ -49,6 +54,12 @@ class Outcome:
     produced_chars: int = 0
     result: Any = None
     deployment: str | None = None
+    fast: bool = True
+    # perf_counter() times for the latency metrics: the first output event of a stream, the end of the
+    # upstream's answer, and the time the stream relay spent on its chunks (the gateway's own work).
+    first_output: float = 0.0
+    upstream_done: float = 0.0
+    relay_seconds: float = 0.0
 
     def fail(self, message: str, http_status: int | None = None) -> None:
         """The request failed: an error answer, or an error event that ended a committed stream."""

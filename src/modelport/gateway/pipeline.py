@@ -8,6 +8,7 @@ cheapest refusals first.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -23,6 +24,7 @@ from modelport.core.codec import ProtocolName
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, PayloadTooLarge, ServiceError
 from modelport.gateway.accounting import Accounting
+from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.gateway.headers import session_id, svc_user_id
 from modelport.gateway.live_streams import LiveStreams
@@ -95,6 +97,7 @@ class TextGateway:
         return model
 
     async def handle(self, request: Request, endpoint: str, protocol: ProtocolName) -> Response:
+        arrived = time.perf_counter()
         auth = await text_auth(request)
         started_ms = now_ms()
         body: dict[str, Any] | None = None
@@ -105,6 +108,7 @@ class TextGateway:
             # Refused before routing (bad body or headers, unknown model): still one log row.
             self.accounting.refuse(Refusal(request.state.request_id, auth, endpoint, body, started_ms, exc))
             raise
+        ctx.arrived = arrived
         return await self._run(request, ctx)
 
     async def _context(
@@ -157,6 +161,7 @@ class TextGateway:
             raise
         response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
         outcome.deployment = call.candidate.key
+        outcome.fast = call.fast
         if ctx.stream:
             ending.stream = call.reply
             self.live_streams.add(call.reply)
@@ -170,6 +175,7 @@ class TextGateway:
             )
         try:
             payload = await _until_disconnect(request, call.reply.read_all())
+            outcome.upstream_done = time.perf_counter()
             content = (
                 fast_body(ctx, call, payload, outcome)
                 if call.fast
@@ -206,6 +212,7 @@ class _Ending:
         self._done = True
         if self.stream is not None:
             self._gateway.live_streams.discard(self.stream)
+        record_call(self._ctx, self._outcome)
         self._gateway.accounting.finish(self._ctx, self._outcome)
 
 

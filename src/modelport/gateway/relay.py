@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from time import perf_counter
 from typing import Any
 
 import orjson
@@ -139,8 +140,11 @@ async def fast_stream(
         try:
             try:
                 async for chunk in call.reply.chunks:
+                    began = perf_counter()
                     out: list[bytes] = []
                     for sse in parser.feed(chunk):
+                        if not outcome.first_output and codec.carries_output(sse.event, sse.data):
+                            outcome.first_output = began
                         sniffer.feed(sse.event, sse.data)
                         if keeper is not None:
                             keeper.feed(sse.event, sse.data)
@@ -152,8 +156,10 @@ async def fast_stream(
                             continue
                         outcome.produced_chars += 4  # ~1 token per streamed delta (see Outcome)
                         out.append(sse_frame(sse.event, namer.event(sse.data)))
+                    outcome.relay_seconds += perf_counter() - began
                     if out:
                         yield b"".join(out)
+                outcome.upstream_done = perf_counter()
             except UpstreamStreamBroken:
                 done = False
             if not done:
@@ -184,8 +190,12 @@ async def translated_stream(
             accumulator.feed(event)
             if isinstance(event, TextDelta | RefusalDelta | ReasoningDelta):
                 outcome.produced_chars += len(event.text)  # all output is billed, not only the answer text
+                if not outcome.first_output:
+                    outcome.first_output = perf_counter()
             elif isinstance(event, ToolCallDelta):
                 outcome.produced_chars += len(event.arguments)
+                if not outcome.first_output:
+                    outcome.first_output = perf_counter()
             elif isinstance(event, UsageUpdate):
                 outcome.usage = event.usage
             elif isinstance(event, StreamError):
@@ -201,13 +211,16 @@ async def translated_stream(
             try:
                 async for chunk in call.reply.chunks:
                     for sse in parser.feed(chunk):
+                        began = perf_counter()
                         if _ends_well(call, sse.event, sse.data):
                             done = True
                         data = encode_all(decoder.feed(sse.event, sse.data))
+                        outcome.relay_seconds += perf_counter() - began
                         if data:
                             yield data
                         if outcome.status == "error":
                             return
+                outcome.upstream_done = perf_counter()
                 tail = encode_all(decoder.close())
                 if tail:
                     yield tail

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from modelport.catalog_spec import Deployment, TextModel
+from modelport.metrics import DEPLOYMENT_COOLDOWN_UNTIL, DEPLOYMENT_COOLDOWNS, deployment_labels
 
 DEFAULT_COOLDOWN_SECONDS = 30.0
 FAILURES_BEFORE_COOLDOWN = 3
@@ -64,12 +65,17 @@ class DeploymentRouter:
         self._failures[candidate.key] = failures
         if not rate_limited and failures < FAILURES_BEFORE_COOLDOWN:
             return
-        seconds = retry_after if retry_after and retry_after > 0 else self._cooldown_seconds
-        self._cooling_until[candidate.key] = time.monotonic() + min(seconds, 600.0)
+        seconds = min(retry_after if retry_after and retry_after > 0 else self._cooldown_seconds, 600.0)
+        self._cooling_until[candidate.key] = time.monotonic() + seconds
+        labels = deployment_labels(candidate.key)
+        DEPLOYMENT_COOLDOWNS.labels(*labels).inc()
+        DEPLOYMENT_COOLDOWN_UNTIL.labels(*labels).set(time.time() + seconds)
 
     def succeed(self, candidate: Candidate) -> None:
-        self._failures.pop(candidate.key, None)
-        self._cooling_until.pop(candidate.key, None)
+        if self._failures:
+            self._failures.pop(candidate.key, None)
+        if self._cooling_until and self._cooling_until.pop(candidate.key, None) is not None:
+            DEPLOYMENT_COOLDOWN_UNTIL.labels(*deployment_labels(candidate.key)).set(0)
 
 
 def _rank(session: str, key: str) -> int:

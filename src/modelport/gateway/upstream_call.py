@@ -23,7 +23,14 @@ from modelport.gateway.upstream_errors import (
     is_deployment_fault,
     is_retryable,
 )
-from modelport.metrics import UPSTREAM_ERRORS, UPSTREAM_REQUESTS, UPSTREAM_TTFB, deployment_label, provider_of
+from modelport.metrics import (
+    UPSTREAM_DURATION,
+    UPSTREAM_ERRORS,
+    UPSTREAM_REQUESTS,
+    UPSTREAM_TTFB,
+    deployment_label,
+    provider_of,
+)
 from modelport.protocols import get_codec
 from modelport.upstreams.kinds import OUTPUT_CAP_FIELD, auth_headers, protocol_of
 from modelport.upstreams.pool import UpstreamPool
@@ -81,18 +88,22 @@ class UpstreamCaller:
             except UpstreamUnreachable:
                 UPSTREAM_REQUESTS.labels(*labels, "0").inc()
                 UPSTREAM_ERRORS.labels(*labels, "unreachable").inc()
+                ctx.upstream_waited += time.perf_counter() - sent
                 self.router.fail(candidate, rate_limited=False)
                 last_status = None
                 continue
             UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
             UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
-            if reply.status != 200:
-                UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
             if reply.status == 200:
+                ctx.upstream_sent = sent
                 self.router.succeed(candidate)
                 return OpenCall(candidate, fast, up_protocol, codec, reply, strip_usage)
+            UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
             payload = await reply.read_all()
             await reply.release()
+            waited = time.perf_counter() - sent
+            ctx.upstream_waited += waited
+            UPSTREAM_DURATION.labels(*labels).observe(waited)
             if is_retryable(reply.status) or is_deployment_fault(reply.status, payload):
                 self.router.fail(candidate, rate_limited=reply.status == 429, retry_after=_retry_after(reply))
                 last_status = reply.status

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Literal
 
 from alembic import command
 from alembic.config import Config
@@ -51,8 +52,28 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
-async def is_up_to_date(engine: AsyncEngine) -> bool:
-    head = head_revision()
+@functools.cache
+def known_revisions() -> frozenset[str]:
+    return frozenset(rev.revision for rev in ScriptDirectory.from_config(alembic_config()).walk_revisions())
+
+
+SchemaState = Literal["current", "behind", "ahead"]
+
+
+async def schema_state(engine: AsyncEngine) -> SchemaState:
+    """`current`: at this version's head; `behind`: `modelport migrate` is needed; `ahead`: a newer version
+    migrated the database (a revision this version does not know). Migrations only add between consecutive
+    releases, so a version whose schema is ahead keeps working: that is what makes rolling upgrades work."""
     async with engine.connect() as conn:
         current = await conn.run_sync(_current_revision)
-        return current == head and await queue_schema_installed(conn)
+        if not await queue_schema_installed(conn):
+            return "behind"
+    if current == head_revision():
+        return "current"
+    if current is not None and current not in known_revisions():
+        return "ahead"
+    return "behind"
+
+
+async def is_up_to_date(engine: AsyncEngine) -> bool:
+    return await schema_state(engine) == "current"

@@ -66,7 +66,7 @@ def test_openapi_documents_the_real_health_responses(tmp_path: Path) -> None:
             assert "401" not in doc["paths"]["/healthz"]["get"]["responses"]
 
 
-def test_readyz_fails_when_migrations_are_behind(tmp_path: Path) -> None:
+def test_readyz_fails_when_migrations_are_behind_and_passes_when_ahead(tmp_path: Path) -> None:
     with run_server(tmp_path) as server:
         _ready_eventually(server.text_url, 200)
         db = sqlite3.connect(tmp_path / "modelport.db")
@@ -76,9 +76,17 @@ def test_readyz_fails_when_migrations_are_behind(tmp_path: Path) -> None:
         body = _ready_eventually(server.media_url, 503)
         assert body["status"] == "not ready" and body["checks"]["migrations"] == "behind"
         assert body["checks"]["database"] == "ok"
+        # A newer version migrated the database (a rolling upgrade): this older process stays ready.
+        db.execute("UPDATE alembic_version SET version_num = '0099_from_a_newer_version'")
+        db.commit()
+        body = _ready_eventually(server.media_url, 200)
+        assert body["status"] == "ready" and body["checks"]["migrations"] == "ahead"
         db.execute("UPDATE alembic_version SET version_num = ?", (head,))
         db.commit()
-        _ready_eventually(server.media_url, 200)
+        deadline = time.monotonic() + 10  # the "ahead" answer may still be cached for a second
+        while (body := _ready_eventually(server.media_url, 200))["checks"]["migrations"] != "ok":
+            assert time.monotonic() < deadline, body
+            time.sleep(0.2)
         db.close()
 
 

@@ -7,6 +7,7 @@ requests this test sent, whichever worker served them.
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -77,6 +78,9 @@ def test_counters_add_up_across_two_workers(tmp_path: Path) -> None:
             for _ in range(7):
                 r = httpx.post(server.text_url + "/v1/chat/completions", json=chat, headers=auth)
                 assert r.status_code == 200, r.text
+            # One stream whose events come 0.4 s apart: its first output token (after the empty role chunk)
+            # is at least 0.4 s after its first byte.
+            upstream.push(Reply.text("slow to think", usage=Usage(12, 4), chunk_delay=0.4))
             for _ in range(3):
                 with httpx.stream(
                     "POST", server.text_url + "/v1/chat/completions", json={**chat, "stream": True}, headers=auth
@@ -101,28 +105,57 @@ def test_counters_add_up_across_two_workers(tmp_path: Path) -> None:
                 r = httpx.get(f"{server.media_url}/no/such/path/{i}")
                 assert r.status_code == 404
 
+            # An upstream 429 takes the (only) deployment out of rotation in the process that saw it.
+            upstream.push(Reply.error(429, "slow down", headers={"retry-after": "60"}))
+            r = httpx.post(server.text_url + "/v1/chat/completions", json=chat, headers=auth)
+            assert r.status_code == 429, r.text
+            assert "temporarily unavailable" in r.json()["error"]["message"], r.text
+
             after = scrape(url)
             http = "modelport_http_requests_total"
             route = "/v1/chat/completions"
             assert total(after, http, host="text", route=route, method="POST", status="200") == 10
             assert total(after, http, host="text", route=route, status="401") == 4
             assert total(after, http, host="text", route=route, status="402") == 2
+            assert total(after, http, host="text", route=route, status="429") == 1
             assert total(after, http, host="media", route="/api/v1/tasks/{task_id}", status="404") == 5
             # Random paths share one label: a URL scan cannot grow the label set.
             assert total(after, http, host="media", route="unmatched", status="404") == 5
-            assert total(after, http, host="text") - total(before, http, host="text") == 16
-            assert total(after, "modelport_http_request_duration_seconds_count", host="text", route=route) == 16
+            assert total(after, http, host="text") - total(before, http, host="text") == 17
+            assert total(after, "modelport_http_request_duration_seconds_count", host="text", route=route) == 17
             up = {"provider": "fake", "model": "fake/chat", "deployment": "0"}
             assert total(after, "modelport_upstream_requests_total", **up, status="200") == 10
-            assert total(after, "modelport_upstream_time_to_first_byte_seconds_count", **up) == 10
-            assert total(after, "modelport_upstream_errors_total") == 0
+            assert total(after, "modelport_upstream_requests_total", **up, status="429") == 1
+            assert total(after, "modelport_upstream_time_to_first_byte_seconds_count", **up) == 11
+            assert total(after, "modelport_upstream_errors_total", **up, kind="rate_limited") == 1
+            assert total(after, "modelport_upstream_errors_total") == 1
+            # Every answered call's whole duration (and the refused one's), and each stream's first token.
+            assert total(after, "modelport_upstream_duration_seconds_count", **up) == 11
+            ttft = "modelport_upstream_time_to_first_token_seconds"
+            assert total(after, ttft + "_count", **up) == 3
+            assert total(after, ttft + "_sum", **up) >= 0.4
+            assert total(after, ttft + "_bucket", **up, le="0.25") <= 2  # the slow stream's token came late
+            # The gateway's own time, apart from waiting on the upstream, per relay path.
+            overhead = "modelport_gateway_overhead_seconds"
+            assert total(after, overhead + "_count", path="fast", stream="false") == 7
+            assert total(after, overhead + "_count", path="fast", stream="true") == 3
+            assert total(after, overhead + "_count") == 10
+            waited = total(after, "modelport_upstream_duration_seconds_sum", **up)
+            answered = total(after, "modelport_http_request_duration_seconds_sum", host="text", route=route)
+            assert waited >= 0.4 * 3  # the slow stream's events were 0.4 s apart
+            assert total(after, overhead + "_sum") < answered - 0.4 * 3
+            # The 429 cooled the deployment in one process: counted, and its end is in the future.
+            assert total(after, "modelport_deployment_cooldowns_total", **up) == 1
+            until = max(v for lab, v in after["modelport_deployment_cooldown_until_seconds"] if lab == up)
+            assert until > time.time() + 30
             assert total(after, "modelport_text_requests_total", model="fake/chat", outcome="success") == 10
             assert total(after, "modelport_tokens_total", model="fake/chat", direction="input") == 120
             assert total(after, "modelport_tokens_total", model="fake/chat", direction="output") == 40
             # 12 input + 4 output tokens at 1 and 2 USD per million: 20 micro-USD a request.
             assert abs(total(after, "modelport_spend_usd_total", model="fake/chat") - 10 * 20e-6) < 1e-9
             assert total(after, "modelport_refusals_total", host="text", kind="balance") == 2
-            assert total(after, "modelport_refusals_total") == 2
+            assert total(after, "modelport_refusals_total", host="text", kind="model_unavailable") == 1
+            assert total(after, "modelport_refusals_total") == 3
             # No label names a team or a key.
             for samples in after.values():
                 for labels, _ in samples:

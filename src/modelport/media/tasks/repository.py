@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.billing.ledger import freeze_in, settle_in
 from modelport.clock import now_ms
+from modelport.metrics import TASK_DURATION, TASKS_CREATED, TASKS_FINISHED
 from modelport.storage.tables import media_files, media_tasks, teams, webhook_deliveries
 
 UNFINISHED = ("queued", "processing")
@@ -138,7 +139,15 @@ async def create(engine: AsyncEngine, task: NewTask, *, max_unfinished: int) -> 
                 created_at_ms=task.created_at_ms,
             )
         )
+    TASKS_CREATED.labels(task.model_id).inc()
     return "created", unfinished + 1
+
+
+def _count_ended(task: TaskRow) -> None:
+    """Metrics of a won terminal transition (after its commit): counted once per task, like its money."""
+    TASKS_FINISHED.labels(task.model_id, task.status).inc()
+    if task.ended_at_ms is not None:
+        TASK_DURATION.labels(task.model_id, task.status).observe(max(0, task.ended_at_ms - task.created_at_ms) / 1000)
 
 
 async def get(engine: AsyncEngine, task_id: str, *, team_id: str | None = None) -> TaskRow | None:
@@ -299,6 +308,7 @@ async def finish_success(
                 )
             )
         await _settle_and_notify(conn, task, cost=task.cost_micros or 0, outbox=outbox)
+    _count_ended(task)
     return task
 
 
@@ -342,6 +352,7 @@ async def finish_failure(
             return None
         task = _row(row)
         await _settle_and_notify(conn, task, cost=0, outbox=outbox)
+    _count_ended(task)
     return task
 
 
@@ -397,6 +408,20 @@ async def past_deadline(engine: AsyncEngine, *, limit: int = 500) -> list[str]:
             )
         ).all()
     return [r.id for r in rows]
+
+
+async def unfinished_counts(engine: AsyncEngine) -> dict[str, int]:
+    """Tasks waiting for a worker and running, all teams (the queue-depth gauge)."""
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                select(media_tasks.c.status, func.count())
+                .where(media_tasks.c.status.in_(UNFINISHED))
+                .group_by(media_tasks.c.status)
+            )
+        ).all()
+    counts = {r[0]: int(r[1]) for r in rows}
+    return {status: counts.get(status, 0) for status in UNFINISHED}
 
 
 async def needing_a_worker(engine: AsyncEngine, *, queued_before_ms: int, limit: int = 500) -> list[str]:

@@ -16,6 +16,7 @@ from modelport.clock import now_ms
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.webhooks.sender import WebhookSender
+from modelport.metrics import TASKS_UNFINISHED
 from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
@@ -42,6 +43,8 @@ class Reconciler:
         ids = await repo.needing_a_worker(self._engine, queued_before_ms=cutoff)
         if ids:
             await self._queue.enqueue(ids)
+        for status, count in (await repo.unfinished_counts(self._engine)).items():
+            TASKS_UNFINISHED.labels(status).set(count)
 
     async def run(self, stop: asyncio.Event) -> None:
         first = True

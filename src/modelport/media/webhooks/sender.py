@@ -21,6 +21,7 @@ from modelport.clock import now_ms
 from modelport.media.webhooks import outbox
 from modelport.media.webhooks import secrets as team_secrets
 from modelport.media.webhooks.signing import signed_headers
+from modelport.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_FINAL
 from modelport.net import FetchError, SafeFetcher
 from modelport.settings import WebhookSettings
 
@@ -91,7 +92,8 @@ class WebhookSender:
     async def deliver(self, claimed: outbox.Delivery) -> None:
         started = now_ms()
         if started >= claimed.give_up_at_ms:
-            await outbox.record(self._engine, claimed, None, status="failed", next_attempt_at_ms=started)
+            if await outbox.record(self._engine, claimed, None, status="failed", next_attempt_at_ms=started):
+                WEBHOOK_FINAL.labels("failed").inc()
             log.warning("webhook %s: result expired before delivery; giving up", claimed.id)
             return
         keys = (await team_secrets.get_or_create(self._engine, claimed.team_id)).signing(started)
@@ -112,11 +114,11 @@ class WebhookSender:
 
         if status_code is not None and 200 <= status_code < 300:
             attempt = outbox.Attempt(started, duration, status_code, "delivered", None)
-            await outbox.record(self._engine, claimed, attempt, status="delivered", next_attempt_at_ms=started)
+            await self._record(claimed, attempt, "delivered", started)
             return
         if status_code == 410:
             attempt = outbox.Attempt(started, duration, status_code, "gone", "receiver answered 410 Gone")
-            await outbox.record(self._engine, claimed, attempt, status="stopped", next_attempt_at_ms=started)
+            await self._record(claimed, attempt, "stopped", started)
             return
         if status_code is not None and error is None:
             error = f"receiver answered HTTP {status_code}"
@@ -127,16 +129,24 @@ class WebhookSender:
 
         schedule = self._settings.schedule_seconds
         if attempt_no >= len(schedule):
-            await outbox.record(self._engine, claimed, attempt, status="failed", next_attempt_at_ms=started)
+            await self._record(claimed, attempt, "failed", started)
             return
         delay = schedule[attempt_no] * (1 + random.uniform(-1, 1) * self._settings.jitter_fraction)
         if status_code == 429 and retry_after is not None:
             delay = max(delay, min(retry_after, self._settings.max_retry_after_seconds))
         next_at = now_ms() + int(delay * 1000)
         if next_at >= claimed.give_up_at_ms:
-            await outbox.record(self._engine, claimed, attempt, status="failed", next_attempt_at_ms=started)
+            await self._record(claimed, attempt, "failed", started)
             return
-        await outbox.record(self._engine, claimed, attempt, status="pending", next_attempt_at_ms=next_at)
+        await self._record(claimed, attempt, "pending", next_at)
+
+    async def _record(self, claimed: outbox.Delivery, attempt: outbox.Attempt, status: str, next_at_ms: int) -> None:
+        """Record the attempt and the row's next state; the delivery's end counts only if the claim was still
+        ours (else another sender owns the row and will end it)."""
+        WEBHOOK_ATTEMPTS.labels(attempt.outcome).inc()
+        won = await outbox.record(self._engine, claimed, attempt, status=status, next_attempt_at_ms=next_at_ms)
+        if won and status != "pending":
+            WEBHOOK_FINAL.labels(status).inc()
 
 
 async def _first(*events: asyncio.Event) -> None:

@@ -56,6 +56,12 @@ class AnthropicMessagesCodec:
     def is_error_event(self, event: str | None, data: str) -> bool:
         return event == "error"
 
+    def carries_output(self, event: str | None, data: str) -> bool:
+        # Text, thinking and tool input all arrive as `content_block_delta`.
+        if event is not None:
+            return event == "content_block_delta"
+        return '"content_block_delta"' in data
+
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
         if not stream:
             body.pop("stream_options", None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from modelport.core.codec import ProtocolName, openai_error_body
 from modelport.core.messages import CanonicalRequest
 from modelport.core.response import CanonicalResponse
@@ -12,6 +14,9 @@ from modelport.core.usage import Usage
 from modelport.protocols.openai_chat import request_decode, request_encode, response, usage
 from modelport.protocols.openai_chat.stream_decode import ChatStreamDecoder
 from modelport.protocols.openai_chat.stream_encode import ChatStreamEncoder
+
+# Delta fields that carry output (the first chunk usually has only an empty `content` and the role).
+_OUTPUT_FIELDS = ("content", "tool_calls", "reasoning_content", "reasoning", "refusal", "function_call")
 
 
 class OpenAIChatCodec:
@@ -26,6 +31,20 @@ class OpenAIChatCodec:
 
     def is_error_event(self, event: str | None, data: str) -> bool:
         return data.startswith('{"error"')
+
+    def carries_output(self, event: str | None, data: str) -> bool:
+        if '"choices"' not in data:
+            return False
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return False
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        for choice in choices if isinstance(choices, list) else ():
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if isinstance(delta, dict) and any(delta.get(k) for k in _OUTPUT_FIELDS):
+                return True
+        return False
 
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
         if not stream:

@@ -42,6 +42,12 @@ class OpenAIResponsesCodec:
     def is_error_event(self, event: str | None, data: str) -> bool:
         return event in ("error", "response.failed")
 
+    def carries_output(self, event: str | None, data: str) -> bool:
+        # Output arrives as `response.<part>.delta` events (text, reasoning, refusal, tool arguments).
+        if event is not None:
+            return event.endswith(".delta")
+        return '.delta"' in data
+
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
         if not stream:
             body.pop("stream_options", None)
