@@ -12,11 +12,10 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 
-from modelport.accounts import service as accounts
-from modelport.billing.topups import topup_team
+from modelport.billing.operator import Operator, check_tier
 from modelport.bootstrap import StartupError, ensure_schema, prepare, prepare_worker
 from modelport.catalog import CatalogFileError
-from modelport.errors import ServiceError
+from modelport.errors import InvalidParameters, ServiceError
 from modelport.settings import Settings, load_settings
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import upgrade_to_head
@@ -48,6 +47,11 @@ def _run_db(settings: Settings, action: Callable[[Any], Awaitable[T]], *, migrat
         raise click.ClickException(exc.media_message) from exc
     except (StartupError, CatalogFileError) as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def _operate(settings: Settings, action: Callable[[Operator], Awaitable[T]]) -> T:
+    """Run one operator verb (`billing.operator`, the same service the admin API and console call)."""
+    return _run_db(settings, lambda engine: action(Operator(engine, settings.tiers)))
 
 
 def _emit(as_json: bool, data: Any, text: str) -> None:
@@ -169,8 +173,7 @@ def team() -> None:
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True)
 def team_create(name: str, as_json: bool) -> None:
-    settings = _settings()
-    created = _run_db(settings, lambda e: accounts.create_team(e, name, tier=settings.tiers[0].name))
+    created = _operate(_settings(), lambda op: op.create_team(name))
     _emit(as_json, created.to_public(), f"created team {created.name} ({created.id})")
 
 
@@ -178,7 +181,7 @@ def team_create(name: str, as_json: bool) -> None:
 @click.argument("team_ref", metavar="TEAM")
 @click.option("--json", "as_json", is_flag=True)
 def team_show(team_ref: str, as_json: bool) -> None:
-    found = _run_db(_settings(), lambda e: accounts.get_team(e, team_ref))
+    found = _operate(_settings(), lambda op: op.team(team_ref))
     pub = found.to_public()
     _emit(as_json, pub, "\n".join(f"{k}: {v}" for k, v in pub.items()))
 
@@ -186,11 +189,14 @@ def team_show(team_ref: str, as_json: bool) -> None:
 @team.command("list")
 @click.option("--json", "as_json", is_flag=True)
 def team_list(as_json: bool) -> None:
-    teams = _run_db(_settings(), accounts.list_teams)
+    teams = _operate(_settings(), lambda op: op.list_teams())
     _emit(
         as_json,
         {"teams": [t.to_public() for t in teams]},
-        "\n".join(f"{t.id}  {t.name}  {t.available_usd} USD  {t.tier}" for t in teams) or "(no teams)",
+        "\n".join(
+            f"{t.id}  {t.name}  {t.available_usd} USD  {t.tier}" + ("  suspended" if t.suspended else "") for t in teams
+        )
+        or "(no teams)",
     )
 
 
@@ -204,13 +210,29 @@ def _on_off(value: str | None) -> bool | None:
 @click.option("--log-retention", type=click.Choice(["on", "off"]), default=None)
 @click.option("--json", "as_json", is_flag=True)
 def team_set(team_ref: str, asset_service: str | None, log_retention: str | None, as_json: bool) -> None:
-    changes = {
-        k: v
-        for k, v in {"asset_service": _on_off(asset_service), "log_retention": _on_off(log_retention)}.items()
-        if v is not None
-    }
-    updated = _run_db(_settings(), lambda e: accounts.update_team(e, team_ref, **changes))
+    updated = _operate(
+        _settings(),
+        lambda op: op.set_flags(team_ref, asset_service=_on_off(asset_service), log_retention=_on_off(log_retention)),
+    )
     _emit(as_json, updated.to_public(), f"updated team {updated.name}")
+
+
+@team.command("suspend")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--json", "as_json", is_flag=True)
+def team_suspend(team_ref: str, as_json: bool) -> None:
+    """Refuse every key of TEAM on both hosts (401) until `unsuspend`."""
+    updated = _operate(_settings(), lambda op: op.suspend(team_ref))
+    _emit(as_json, updated.to_public(), f"suspended team {updated.name}: its keys are refused")
+
+
+@team.command("unsuspend")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--json", "as_json", is_flag=True)
+def team_unsuspend(team_ref: str, as_json: bool) -> None:
+    """Lift TEAM's suspension: its active keys work again."""
+    updated = _operate(_settings(), lambda op: op.unsuspend(team_ref))
+    _emit(as_json, updated.to_public(), f"team {updated.name} is no longer suspended")
 
 
 @admin.group()
@@ -223,7 +245,7 @@ def key() -> None:
 @click.option("--name", default=None)
 @click.option("--json", "as_json", is_flag=True)
 def key_create(team_ref: str, name: str | None, as_json: bool) -> None:
-    created = _run_db(_settings(), lambda e: accounts.create_key(e, team_ref, name=name))
+    created = _operate(_settings(), lambda op: op.create_key(team_ref, name=name))
     _emit(
         as_json,
         {"key": created.key, "id": created.record.id, "team": created.record.team_id, "prefix": created.record.prefix},
@@ -235,7 +257,7 @@ def key_create(team_ref: str, name: str | None, as_json: bool) -> None:
 @click.argument("key_id")
 @click.option("--json", "as_json", is_flag=True)
 def key_revoke(key_id: str, as_json: bool) -> None:
-    record = _run_db(_settings(), lambda e: accounts.revoke_key(e, key_id))
+    record = _operate(_settings(), lambda op: op.revoke_key(key_id))
     _emit(as_json, record.to_public(), f"revoked {record.id}")
 
 
@@ -243,7 +265,7 @@ def key_revoke(key_id: str, as_json: bool) -> None:
 @click.argument("team_ref", metavar="TEAM")
 @click.option("--json", "as_json", is_flag=True)
 def key_list(team_ref: str, as_json: bool) -> None:
-    keys = _run_db(_settings(), lambda e: accounts.list_keys(e, team_ref))
+    keys = _operate(_settings(), lambda op: op.list_keys(team_ref))
     _emit(
         as_json,
         {"keys": [k.to_public() for k in keys]},
@@ -254,18 +276,35 @@ def key_list(team_ref: str, as_json: bool) -> None:
 @admin.command("topup")
 @click.argument("team_ref", metavar="TEAM")
 @click.argument("amount_usd")
+@click.option("--note", default=None, help="Written into the ledger entry (default: top-up).")
 @click.option("--json", "as_json", is_flag=True)
-def topup(team_ref: str, amount_usd: str, as_json: bool) -> None:
-    settings = _settings()
+def topup(team_ref: str, amount_usd: str, note: str | None, as_json: bool) -> None:
     try:
         amount = Decimal(amount_usd)
     except ArithmeticError as exc:
         raise click.BadParameter(f"not a decimal amount: {amount_usd}") from exc
-    result = _run_db(settings, lambda e: topup_team(e, settings.tiers, team_ref, amount))
+    result = _operate(_settings(), lambda op: op.topup(team_ref, amount, note=note))
     _emit(
         as_json,
         {"team": result.team.to_public(), "tier_changed": result.tier_changed},
         f"{result.team.name}: balance {result.team.available_usd} USD, tier {result.team.tier}",
+    )
+
+
+@admin.command("ledger")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--before-id", type=int, default=None, help="Only entries older than this id (paging back).")
+@click.option("--json", "as_json", is_flag=True)
+def ledger_show(team_ref: str, limit: int, before_id: int | None, as_json: bool) -> None:
+    """TEAM's ledger entries, newest first."""
+    entries = _operate(_settings(), lambda op: op.ledger(team_ref, limit=limit, before_id=before_id))
+    rows = [e.to_public() for e in entries]
+    _emit(
+        as_json,
+        {"entries": rows},
+        "\n".join(f"{r['id']}  {r['kind']:<12} {r['amount_usd']:>14} USD  {r['note'] or r['ref'] or ''}" for r in rows)
+        or "(no entries)",
     )
 
 
@@ -280,8 +319,9 @@ def tier() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def tier_set(team_ref: str, tier_name: str, as_json: bool) -> None:
     settings = _settings()
-    names = [t.name for t in settings.tiers]
-    if tier_name not in names:
-        raise click.BadParameter(f"unknown tier {tier_name!r}; tiers: {', '.join(names)}")
-    updated = _run_db(settings, lambda e: accounts.update_team(e, team_ref, tier=tier_name))
+    try:
+        check_tier(settings.tiers, tier_name)
+    except InvalidParameters as exc:
+        raise click.BadParameter(exc.detail) from exc
+    updated = _operate(settings, lambda op: op.set_tier(team_ref, tier_name))
     _emit(as_json, updated.to_public(), f"{updated.name} is now on tier {updated.tier}")

@@ -1,7 +1,7 @@
 """Resolving an API key to its team, with a short per-process cache.
 
-The cache keeps the hot path free of a database read per request. Revocation and team changes reach a
-process within `ttl` seconds (the admin API in the same process evicts at once). `last_used_at` is written
+The cache keeps the hot path free of a database read per request. Revocation, suspension and team changes
+reach a process within `ttl` seconds (the admin API in the same process evicts at once). `last_used_at` is written
 at most once a minute per key, in the background.
 """
 
@@ -32,18 +32,31 @@ class AuthContext:
     log_retention: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What a key resolved to: its context, or None and why (`suspended`: a valid key of a suspended team)."""
+
+    context: AuthContext | None
+    suspended: bool = False
+
+
+_REFUSED = Resolution(None)
+
+
 @dataclass(slots=True)
 class _Entry:
-    context: AuthContext | None  # None: unknown or revoked key (negative cache)
+    resolution: Resolution  # context None: unknown or revoked key, or a suspended team's (negative cache)
     expires_at: float
     touched_ms: int = 0
 
 
-def _context(found: tuple[ApiKey, Team] | None) -> AuthContext | None:
+def _resolution(found: tuple[ApiKey, Team] | None) -> Resolution:
     if found is None or not found[0].active:
-        return None
+        return _REFUSED
     record, team = found
-    return AuthContext(record.id, record.prefix, team.id, team.name, team.tier, team.log_retention)
+    if team.suspended:
+        return Resolution(None, suspended=True)
+    return Resolution(AuthContext(record.id, record.prefix, team.id, team.name, team.tier, team.log_retention))
 
 
 class Authenticator:
@@ -59,8 +72,12 @@ class Authenticator:
         self._background: set[asyncio.Task[None]] = set()
 
     async def authenticate(self, key: str) -> AuthContext | None:
+        """The key's context; None for a missing, unknown or revoked key and for a suspended team's key."""
+        return (await self.resolve(key)).context
+
+    async def resolve(self, key: str) -> Resolution:
         if not key:
-            return None
+            return _REFUSED
         digest = hash_key(key)
         now = time.monotonic()
         entry = self._cache.get(digest)
@@ -70,9 +87,9 @@ class Authenticator:
                 if len(self._cache) >= _MAX_ENTRIES:
                     self._cache.clear()
                 self._cache[digest] = entry
-        if entry.context is not None:
-            self._maybe_touch(entry)
-        return entry.context
+        if entry.resolution.context is not None:
+            self._maybe_touch(entry.resolution.context, entry)
+        return entry.resolution
 
     async def authenticate_key_id(self, key_id: str) -> AuthContext | None:
         """The team of an active key, by key id; cached like `authenticate`, so a revocation reaches a
@@ -81,12 +98,12 @@ class Authenticator:
         entry = self._by_id.get(key_id)
         if entry is None or entry.expires_at <= now:
             found = await lookup_key_id(self._engine, key_id)
-            entry = _Entry(context=_context(found), expires_at=now + self._ttl)
+            entry = _Entry(_resolution(found), expires_at=now + self._ttl)
             if self._ttl > 0:
                 if len(self._by_id) >= _MAX_ENTRIES:
                     self._by_id.clear()
                 self._by_id[key_id] = entry
-        return entry.context
+        return entry.resolution.context
 
     def evict_all(self) -> None:
         self._cache.clear()
@@ -110,17 +127,16 @@ class Authenticator:
 
     async def _load(self, key: str, now: float) -> _Entry:
         found = await lookup_key(self._engine, key)
-        context = _context(found)
-        touched = (found[0].last_used_at_ms or 0) if context is not None and found is not None else 0
-        return _Entry(context=context, expires_at=now + self._ttl, touched_ms=touched)
+        resolution = _resolution(found)
+        touched = (found[0].last_used_at_ms or 0) if resolution.context is not None and found is not None else 0
+        return _Entry(resolution, expires_at=now + self._ttl, touched_ms=touched)
 
-    def _maybe_touch(self, entry: _Entry) -> None:
-        assert entry.context is not None
+    def _maybe_touch(self, context: AuthContext, entry: _Entry) -> None:
         at = now_ms()
         if at - entry.touched_ms < _TOUCH_INTERVAL_MS:
             return
         entry.touched_ms = at
-        task = asyncio.create_task(touch_key(self._engine, entry.context.key_id, at))
+        task = asyncio.create_task(touch_key(self._engine, context.key_id, at))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

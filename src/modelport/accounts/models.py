@@ -19,6 +19,11 @@ class Team:
     asset_service: bool
     log_retention: bool
     created_at_ms: int
+    suspended_at_ms: int | None = None
+
+    @property
+    def suspended(self) -> bool:
+        return self.suspended_at_ms is not None
 
     @property
     def available_usd(self) -> Decimal:
@@ -38,6 +43,8 @@ class Team:
             "asset_service": self.asset_service,
             "log_retention": self.log_retention,
             "created_at": self.created_at_ms // 1000,
+            "suspended": self.suspended,
+            "suspended_at": None if self.suspended_at_ms is None else self.suspended_at_ms // 1000,
         }
 
 

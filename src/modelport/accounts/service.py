@@ -31,6 +31,7 @@ def team_from_row(row: Row[Any]) -> Team:
         asset_service=bool(m["asset_service"]),
         log_retention=bool(m["log_retention"]),
         created_at_ms=int(m["created_at_ms"]),
+        suspended_at_ms=None if m["suspended_at_ms"] is None else int(m["suspended_at_ms"]),
     )
 
 
@@ -83,6 +84,18 @@ async def get_team(engine: AsyncEngine, ref: str) -> Team:
     if team is None:
         raise NotFound(f"no team {ref!r}")
     return team
+
+
+async def set_suspended(engine: AsyncEngine, ref: str, suspended: bool) -> Team:
+    """Suspend a team (its keys are refused on both hosts) or lift the suspension; repeating either is a no-op."""
+    team = await get_team(engine, ref)
+    async with engine.begin() as conn:
+        if suspended:
+            stmt = update(teams).where(teams.c.id == team.id, teams.c.suspended_at_ms.is_(None))
+            await conn.execute(stmt.values(suspended_at_ms=now_ms()))
+        else:
+            await conn.execute(update(teams).where(teams.c.id == team.id).values(suspended_at_ms=None))
+    return await get_team(engine, team.id)
 
 
 async def list_teams(engine: AsyncEngine) -> list[Team]:

@@ -1,6 +1,7 @@
 """The admin JSON API (`/admin/v1/...` on the media host), guarded by MODELPORT_ADMIN_TOKEN.
 
-Same verbs as `modelport admin ...`; responses use the media envelope. With no admin token configured
+Same verbs as `modelport admin ...` and the operator console, all through `billing.operator.Operator`;
+responses use the media envelope. With no admin token configured
 every admin route is a 404.
 """
 
@@ -11,16 +12,11 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import select
 from starlette.requests import Request
 from starlette.responses import Response
 
-from modelport import catalog as catalog_ops
-from modelport.accounts import service as accounts
-from modelport.billing.topups import topup_team
-from modelport.errors import InvalidParameters
+from modelport.billing.operator import Operator
 from modelport.money import display_usd
-from modelport.storage.tables import ledger_entries
 from modelport.web.deps import admin_auth, get_services
 from modelport.web.envelope import ok
 
@@ -54,6 +50,7 @@ class KeyCreate(_Body):
 
 class Topup(_Body):
     amount_usd: Decimal = Field(gt=0)
+    note: str | None = Field(default=None, max_length=255)
 
 
 class TierSet(_Body):
@@ -65,53 +62,52 @@ class ModelPut(_Body):
     spec: dict[str, Any]
 
 
-def _check_tier(request: Request, tier: str) -> None:
-    names = [t.name for t in get_services(request).settings.tiers]
-    if tier not in names:
-        raise InvalidParameters(f"unknown tier {tier!r}; tiers: {', '.join(names)}", param="tier")
+def _operator(request: Request) -> Operator:
+    return Operator.for_services(get_services(request))
 
 
 @router.get("/teams")
 async def list_teams(request: Request) -> Response:
-    teams = await accounts.list_teams(get_services(request).db)
+    teams = await _operator(request).list_teams()
     return ok({"teams": [t.to_public() for t in teams]})
 
 
 @router.post("/teams")
 async def create_team(request: Request, body: TeamCreate) -> Response:
-    services = get_services(request)
-    team = await accounts.create_team(services.db, body.name, tier=services.settings.tiers[0].name)
-    return ok(team.to_public())
+    return ok((await _operator(request).create_team(body.name)).to_public())
 
 
 @router.get("/teams/{team}")
 async def show_team(request: Request, team: str) -> Response:
-    return ok((await accounts.get_team(get_services(request).db, team)).to_public())
+    return ok((await _operator(request).team(team)).to_public())
 
 
 @router.patch("/teams/{team}")
 async def patch_team(request: Request, team: str, body: TeamPatch) -> Response:
-    services = get_services(request)
-    changes = body.model_dump(exclude_none=True)
-    updated = await accounts.update_team(services.db, team, **changes)
-    services.auth.evict_all()
+    updated = await _operator(request).set_flags(
+        team, asset_service=body.asset_service, log_retention=body.log_retention
+    )
     return ok(updated.to_public())
 
 
 @router.put("/teams/{team}/tier")
 async def set_tier(request: Request, team: str, body: TierSet) -> Response:
-    services = get_services(request)
-    _check_tier(request, body.tier)
-    updated = await accounts.update_team(services.db, team, tier=body.tier)
-    services.auth.evict_all()
-    return ok(updated.to_public())
+    return ok((await _operator(request).set_tier(team, body.tier)).to_public())
+
+
+@router.post("/teams/{team}/suspend")
+async def suspend_team(request: Request, team: str) -> Response:
+    return ok((await _operator(request).suspend(team)).to_public())
+
+
+@router.post("/teams/{team}/unsuspend")
+async def unsuspend_team(request: Request, team: str) -> Response:
+    return ok((await _operator(request).unsuspend(team)).to_public())
 
 
 @router.post("/teams/{team}/topups")
 async def topup(request: Request, team: str, body: Topup) -> Response:
-    services = get_services(request)
-    result = await topup_team(services.db, services.settings.tiers, team, body.amount_usd)
-    services.auth.evict_all()
+    result = await _operator(request).topup(team, body.amount_usd, note=body.note)
     return ok(
         {
             "team": result.team.to_public(),
@@ -122,36 +118,14 @@ async def topup(request: Request, team: str, body: Topup) -> Response:
 
 
 @router.get("/teams/{team}/ledger")
-async def ledger(request: Request, team: str, limit: int = 100) -> Response:
-    services = get_services(request)
-    found = await accounts.get_team(services.db, team)
-    limit = max(1, min(limit, 1000))
-    stmt = (
-        select(ledger_entries)
-        .where(ledger_entries.c.team_id == found.id)
-        .order_by(ledger_entries.c.id.desc())
-        .limit(limit)
-    )
-    async with services.db.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
-    entries = [
-        {
-            "id": r.id,
-            "kind": r.kind,
-            "amount_usd": display_usd(r.amount_micros),
-            "amount_micros": r.amount_micros,
-            "ref": r.ref,
-            "note": r.note,
-            "created_at": r.created_at_ms // 1000,
-        }
-        for r in rows
-    ]
-    return ok({"entries": entries})
+async def ledger(request: Request, team: str, limit: int = 100, before_id: int | None = None) -> Response:
+    entries = await _operator(request).ledger(team, limit=limit, before_id=before_id)
+    return ok({"entries": [e.to_public() for e in entries]})
 
 
 @router.post("/teams/{team}/keys")
 async def create_key(request: Request, team: str, body: KeyCreate | None = None) -> Response:
-    created = await accounts.create_key(get_services(request).db, team, name=body.name if body else None)
+    created = await _operator(request).create_key(team, name=body.name if body else None)
     return ok(
         {
             "key": created.key,
@@ -164,23 +138,18 @@ async def create_key(request: Request, team: str, body: KeyCreate | None = None)
 
 @router.get("/teams/{team}/keys")
 async def list_keys(request: Request, team: str) -> Response:
-    keys = await accounts.list_keys(get_services(request).db, team)
+    keys = await _operator(request).list_keys(team)
     return ok({"keys": [k.to_public() for k in keys]})
 
 
 @router.post("/keys/{key_id}/revoke")
 async def revoke_key(request: Request, key_id: str) -> Response:
-    services = get_services(request)
-    record = await accounts.revoke_key(services.db, key_id)
-    services.auth.evict_all()
-    return ok(record.to_public())
+    return ok((await _operator(request).revoke_key(key_id)).to_public())
 
 
 @router.get("/models")
 async def list_models(request: Request) -> Response:
-    services = get_services(request)
-    await services.catalog.reload()
-    snapshot = await services.catalog.get()
+    snapshot = await _operator(request).models()
     return ok(
         {
             "text_models": [m.model_dump(mode="json") for m in snapshot.text.values()],
@@ -191,17 +160,11 @@ async def list_models(request: Request) -> Response:
 
 @router.put("/models/{slug:path}")
 async def put_model(request: Request, slug: str, body: ModelPut) -> Response:
-    services = get_services(request)
-    key = "id" if body.kind == "text" else "slug"
-    spec = {**body.spec, key: slug}
-    entry = await catalog_ops.put_model(services.db, body.kind, spec)
-    await services.catalog.reload()
+    entry = await _operator(request).put_model(body.kind, slug, body.spec)
     return ok(entry.model_dump(mode="json"))
 
 
 @router.delete("/models/{slug:path}")
 async def delete_model(request: Request, slug: str) -> Response:
-    services = get_services(request)
-    await catalog_ops.delete_model(services.db, slug)
-    await services.catalog.reload()
+    await _operator(request).delete_model(slug)
     return ok({"deleted": slug})

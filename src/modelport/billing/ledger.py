@@ -14,6 +14,7 @@ and `charge`s (the actual cost), written by `billing.settlement.write_settlement
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -21,8 +22,46 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from modelport.billing import reservations
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, NotFound
-from modelport.money import MAX_BALANCE_MICROS, MAX_TOPUP_USD, MICROS_PER_USD
+from modelport.money import MAX_BALANCE_MICROS, MAX_TOPUP_USD, MICROS_PER_USD, display_usd
 from modelport.storage.tables import ledger_entries, teams
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    id: int
+    kind: str
+    amount_micros: int
+    ref: str | None
+    note: str | None
+    created_at_ms: int
+
+    def to_public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "amount_usd": display_usd(self.amount_micros),
+            "amount_micros": self.amount_micros,
+            "ref": self.ref,
+            "note": self.note,
+            "created_at": self.created_at_ms // 1000,
+        }
+
+
+MAX_PAGE = 1000
+
+
+async def read_entries(
+    engine: AsyncEngine, team_id: str, *, limit: int = 100, before_id: int | None = None
+) -> list[LedgerEntry]:
+    """The team's entries, newest first; `before_id` pages back (entries with a smaller id), `limit` 1..1000."""
+    limit = max(1, min(limit, MAX_PAGE))
+    stmt = select(ledger_entries).where(ledger_entries.c.team_id == team_id)
+    if before_id is not None:
+        stmt = stmt.where(ledger_entries.c.id < before_id)
+    stmt = stmt.order_by(ledger_entries.c.id.desc()).limit(limit)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(stmt)).all()
+    return [LedgerEntry(int(r.id), r.kind, int(r.amount_micros), r.ref, r.note, int(r.created_at_ms)) for r in rows]
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,9 +40,21 @@ def qualifying_tier(tiers: list[TierSettings], amount_micros: int) -> TierSettin
     return best
 
 
+MAX_NOTE = 255  # ledger_entries.note
+
+
 async def topup_team(
-    engine: AsyncEngine, tiers: list[TierSettings], team_ref: str, amount_usd: Decimal | str
+    engine: AsyncEngine,
+    tiers: list[TierSettings],
+    team_ref: str,
+    amount_usd: Decimal | str,
+    *,
+    note: str | None = None,
 ) -> TopupResult:
+    """`note` goes into the ledger entry (`top-up` when none is given)."""
+    note = (note or "").strip() or "top-up"
+    if len(note) > MAX_NOTE:
+        raise InvalidParameters(f"a note is at most {MAX_NOTE} characters", param="note")
     try:
         micros = usd_to_micros(amount_usd)
     except ValueError as exc:
@@ -50,7 +62,7 @@ async def topup_team(
     if micros > MAX_TOPUP_USD * MICROS_PER_USD:  # checked before any lookup: never near 64 bits
         raise InvalidParameters(f"a top-up is at most {MAX_TOPUP_USD} USD", param="amount_usd")
     team = await get_team(engine, team_ref)
-    await ledger.topup(engine, team.id, micros, note="top-up")
+    await ledger.topup(engine, team.id, micros, note=note)
     target = qualifying_tier(tiers, micros)
     changed = False
     if tier_rank(tiers, target.name) > tier_rank(tiers, team.tier):

@@ -44,6 +44,8 @@ teams = Table(
     Column("asset_service", Boolean, nullable=False, default=False),
     Column("log_retention", Boolean, nullable=False, default=False),
     Column("created_at_ms", BigInteger, nullable=False),
+    # Set by an operator: the team's keys are refused on both hosts until it is cleared.
+    Column("suspended_at_ms", BigInteger, nullable=True),
 )
 
 api_keys = Table(

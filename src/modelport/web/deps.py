@@ -86,7 +86,12 @@ def text_api_key(request: Request) -> str:
 
 async def text_auth(request: Request) -> AuthContext:
     key = text_api_key(request)
-    context = await get_services(request).auth.authenticate(key)
+    resolved = await get_services(request).auth.resolve(key)
+    context = resolved.context
+    if resolved.suspended:
+        raise AuthenticationFailed(
+            "This API key's team is suspended: ask the service's operator", code="team_suspended"
+        )
     if context is None:
         raise AuthenticationFailed("Invalid API key", code="invalid_api_key")
     request.state.auth = context

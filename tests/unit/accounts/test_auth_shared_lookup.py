@@ -26,7 +26,7 @@ class FakeLookup:
         if key != "sk-good":
             return None
         record = SimpleNamespace(id="key1", prefix="sk-go", active=True, last_used_at_ms=2**62, team_id="t1")
-        return record, SimpleNamespace(id="t1", name="team", tier="free", log_retention=False)
+        return record, SimpleNamespace(id="t1", name="team", tier="free", log_retention=False, suspended=False)
 
 
 @pytest.fixture

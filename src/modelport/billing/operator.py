@@ -1,0 +1,150 @@
+"""The operator's verbs, in one place: the admin CLI, the admin API and the operator console all call these.
+
+Teams (create, show, list, flags, tier, suspend), keys (create, list, revoke), top-ups with a note, ledger
+reads, and catalog edits. It lives in `billing/` because that is the lowest layer that reaches accounts,
+the catalog and the ledger together.
+
+Inside a serving process the operator is built with the process's key cache and catalog snapshot
+(`Operator.for_services`): a change that affects who may call what (revocation, suspension, tier, flags)
+empties the key cache, and a catalog edit reloads the snapshot, so this process sees it at once (others
+within `auth_cache_seconds` and the catalog refresh interval). The CLI builds one on a bare engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport import catalog as catalog_ops
+from modelport.accounts import service as accounts
+from modelport.accounts.auth import Authenticator
+from modelport.accounts.models import ApiKey, CreatedKey, Team
+from modelport.billing.ledger import LedgerEntry, read_entries
+from modelport.billing.topups import TopupResult, topup_team
+from modelport.catalog import CatalogSnapshot, CatalogStore, read_snapshot
+from modelport.catalog_spec import MediaModel, TextModel
+from modelport.errors import InvalidParameters
+from modelport.services import Services
+from modelport.settings import TierSettings
+
+MAX_KEY_NAME = 100
+
+
+def _text(value: str | None, *, param: str, limit: int) -> str | None:
+    """A free-text field as the database can hold it: PostgreSQL refuses NUL in text (a 400 here, not a 500)."""
+    if value is None:
+        return None
+    if "\x00" in value:
+        raise InvalidParameters(f"{param} must not contain a NUL character", param=param)
+    if len(value) > limit:
+        raise InvalidParameters(f"{param} is at most {limit} characters", param=param)
+    return value
+
+
+def check_tier(tiers: list[TierSettings], tier: str) -> None:
+    names = [t.name for t in tiers]
+    if tier not in names:
+        raise InvalidParameters(f"unknown tier {tier!r}; tiers: {', '.join(names)}", param="tier")
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    engine: AsyncEngine
+    tiers: list[TierSettings]
+    auth: Authenticator | None = None
+    catalog: CatalogStore | None = None
+
+    @classmethod
+    def for_services(cls, services: Services) -> Operator:
+        return cls(services.db, services.settings.tiers, auth=services.auth, catalog=services.catalog)
+
+    def _access_changed(self) -> None:
+        if self.auth is not None:
+            self.auth.evict_all()
+
+    # Teams
+
+    async def list_teams(self) -> list[Team]:
+        return await accounts.list_teams(self.engine)
+
+    async def team(self, ref: str) -> Team:
+        return await accounts.get_team(self.engine, ref)
+
+    async def create_team(self, name: str) -> Team:
+        return await accounts.create_team(self.engine, name, tier=self.tiers[0].name)
+
+    async def set_flags(
+        self, ref: str, *, asset_service: bool | None = None, log_retention: bool | None = None
+    ) -> Team:
+        changes = {
+            k: v for k, v in {"asset_service": asset_service, "log_retention": log_retention}.items() if v is not None
+        }
+        updated = await accounts.update_team(self.engine, ref, **changes)
+        self._access_changed()
+        return updated
+
+    async def set_tier(self, ref: str, tier: str) -> Team:
+        check_tier(self.tiers, tier)
+        updated = await accounts.update_team(self.engine, ref, tier=tier)
+        self._access_changed()
+        return updated
+
+    async def suspend(self, ref: str) -> Team:
+        updated = await accounts.set_suspended(self.engine, ref, True)
+        self._access_changed()
+        return updated
+
+    async def unsuspend(self, ref: str) -> Team:
+        updated = await accounts.set_suspended(self.engine, ref, False)
+        self._access_changed()
+        return updated
+
+    # Money
+
+    async def topup(self, ref: str, amount_usd: Decimal | str, *, note: str | None = None) -> TopupResult:
+        result = await topup_team(self.engine, self.tiers, ref, amount_usd, note=_text(note, param="note", limit=255))
+        self._access_changed()  # the tier may have changed: limits are read from the cached context
+        return result
+
+    async def ledger(self, ref: str, *, limit: int = 100, before_id: int | None = None) -> list[LedgerEntry]:
+        found = await accounts.get_team(self.engine, ref)
+        return await read_entries(self.engine, found.id, limit=limit, before_id=before_id)
+
+    # Keys
+
+    async def create_key(self, ref: str, *, name: str | None = None) -> CreatedKey:
+        name = _text(name, param="name", limit=MAX_KEY_NAME)
+        return await accounts.create_key(self.engine, ref, name=name or None)
+
+    async def list_keys(self, ref: str) -> Sequence[ApiKey]:
+        return await accounts.list_keys(self.engine, ref)
+
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        record = await accounts.revoke_key(self.engine, key_id)
+        self._access_changed()
+        return record
+
+    # Catalog
+
+    async def models(self) -> CatalogSnapshot:
+        """The catalog as stored now (not the snapshot a few seconds old)."""
+        if self.catalog is None:
+            return await read_snapshot(self.engine)
+        await self.catalog.reload()
+        return await self.catalog.get()
+
+    async def put_model(self, kind: str, slug: str, spec: dict[str, Any]) -> TextModel | MediaModel:
+        key = "id" if kind == "text" else "slug"
+        entry = await catalog_ops.put_model(self.engine, kind, {**spec, key: slug})
+        if self.catalog is not None:
+            await self.catalog.reload()
+        return entry
+
+    async def delete_model(self, slug: str) -> None:
+        await catalog_ops.delete_model(self.engine, slug)
+        if self.catalog is not None:
+            await self.catalog.reload()
