@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
 
 from modelport.apps import health
 from modelport.apps.health import HEALTH_PATHS
@@ -18,8 +20,35 @@ from modelport.web.openapi import install_openapi
 from modelport.web.request_id import RequestIdMiddleware
 
 
-def base_app(services: Services, *, host: Host, title: str, error_shape: ErrorShape | None = None) -> FastAPI:
-    """A FastAPI app for one host. Add routes, then call `finish_app`."""
+def wants_html(request: Request) -> bool:
+    """A browser asking for a page: `text/html` accepted, and ranked above JSON (curl's `*/*` is not)."""
+    best: dict[str, float] = {}
+    for part in request.headers.get("accept", "").split(","):
+        kind, _, params = part.strip().partition(";")
+        q = 1.0
+        for param in params.split(";"):
+            name, _, value = param.strip().partition("=")
+            if name.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        best[kind.strip().lower()] = max(q, best.get(kind.strip().lower(), 0.0))
+    html = best.get("text/html", 0.0)
+    return html > 0 and html >= best.get("application/json", 0.0)
+
+
+def base_app(
+    services: Services,
+    *,
+    host: Host,
+    title: str,
+    error_shape: ErrorShape | None = None,
+    browser_home: str | None = None,
+) -> FastAPI:
+    """A FastAPI app for one host. Add routes, then call `finish_app`.
+
+    `browser_home`: where `GET /` sends a browser (303); API clients keep the JSON answer."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -37,9 +66,17 @@ def base_app(services: Services, *, host: Host, title: str, error_shape: ErrorSh
     app.include_router(health.router)
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
-    async def root() -> JSONBytesResponse:
+    async def root(request: Request) -> Response:
         # Clients probe the base URL before their first call (Claude Code sends `HEAD /`): no auth needed.
-        return JSONBytesResponse({"object": "service", "name": title, "status": "ok"})
+        if browser_home is None:
+            return JSONBytesResponse({"object": "service", "name": title, "status": "ok"})
+        answer: Response = (
+            RedirectResponse(browser_home, status_code=303)
+            if wants_html(request)
+            else JSONBytesResponse({"object": "service", "name": title, "status": "ok"})
+        )
+        answer.headers["vary"] = "Accept"  # one URL, two answers: caches must key on Accept
+        return answer
 
     return app
 

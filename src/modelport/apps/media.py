@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -9,12 +12,14 @@ from starlette.responses import HTMLResponse, Response
 from modelport.apps import admin
 from modelport.apps.assemble import build_services
 from modelport.apps.factory import base_app, finish_app
+from modelport.apps.text import create_text_app
 from modelport.console.app import mount_console
 from modelport.errors import NotFound
 from modelport.media import utility
 from modelport.media.assets import routes as asset_routes
 from modelport.media.files import routes as file_routes
 from modelport.media.model_docs import render_page
+from modelport.media.reference.routes import reference_router
 from modelport.media.tasks import routes as task_routes
 from modelport.media.webhooks import routes as webhook_routes
 from modelport.services import Services
@@ -24,8 +29,10 @@ from modelport.web.deps import get_services
 
 def create_media_app(services: Services | None = None, settings: Settings | None = None) -> FastAPI:
     services = services or build_services(settings or load_settings())
-    app = base_app(services, host="media", title="modelport media host")
+    # A browser opening the media host's URL lands in the console; API clients keep the JSON answer.
+    app = base_app(services, host="media", title="modelport media host", browser_home="/console/")
     mount_console(app, services)  # before the tasks' `/{provider}/{model}` routes, which would take /console/x
+    app.include_router(reference_router(_text_document(services)))  # /docs, likewise
     # Tasks last: their `POST /{provider}/{model}` must not shadow the fixed routes before them.
     for router in (
         utility.router,
@@ -38,6 +45,18 @@ def create_media_app(services: Services | None = None, settings: Settings | None
         app.include_router(router)
     app.add_api_route("/docs/models/{slug:path}", model_docs_page, methods=["GET"], include_in_schema=False)
     return finish_app(app, host="media", extra_errors=media_errors)
+
+
+def _text_document(services: Services) -> Callable[[], dict[str, Any]]:
+    """The text gateway's OpenAPI document for `/docs`, built once, on first use, from its own app factory."""
+    built: list[dict[str, Any]] = []
+
+    def document() -> dict[str, Any]:
+        if not built:
+            built.append(create_text_app(services).openapi())
+        return built[0]
+
+    return document
 
 
 def media_errors(method: str, path: str) -> tuple[int, ...]:
