@@ -46,11 +46,21 @@ def when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def day(number: int) -> str:
+    """A UTC day number (days since 1970-01-01) as YYYY-MM-DD."""
+    return datetime.fromtimestamp(number * 86_400, UTC).strftime("%Y-%m-%d")
+
+
+def usd_plain(micros: int) -> str:
+    """Exact USD with 6 decimals, no symbol or separators (CSV cells)."""
+    return str(Decimal(micros).scaleb(-6).quantize(Decimal("0.000001")))
+
+
 def num(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-_env.filters.update(usd=usd, when=when, num=num)
+_env.filters.update(usd=usd, when=when, num=num, day=day)
 
 # The team console's navigation: (console path, label, the `active` key a page sets).
 TEAM_NAV = (
@@ -66,14 +76,7 @@ TEAM_NAV = (
 _env.globals["team_nav"] = TEAM_NAV
 
 
-def render(
-    request: Request,
-    template: str,
-    context: dict[str, Any] | None = None,
-    *,
-    status: int = 200,
-    headers: dict[str, str] | None = None,
-) -> HTMLResponse:
+def _context(request: Request, context: dict[str, Any] | None) -> dict[str, Any]:
     root = console_root(request)
     values: dict[str, Any] = {
         "request": request,
@@ -86,5 +89,21 @@ def render(
         "title": "",
     }
     values.update(context or {})
-    html = _env.get_template(template).render(values)
+    return values
+
+
+def render_fragment(request: Request, template: str, context: dict[str, Any] | None = None) -> str:
+    """A template's HTML as text (htmx fragments, server-sent events)."""
+    return _env.get_template(template).render(_context(request, context))
+
+
+def render(
+    request: Request,
+    template: str,
+    context: dict[str, Any] | None = None,
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    html = render_fragment(request, template, context)
     return HTMLResponse(html, status_code=status, headers=headers)

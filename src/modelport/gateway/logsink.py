@@ -41,6 +41,7 @@ class RequestLogSink:
                 result=self._retain.payload(_result(ctx, outcome.result))
                 if keep and outcome.result is not None
                 else None,
+                key_id=ctx.auth.key_id,
             )
         )
 
@@ -60,6 +61,7 @@ class RequestLogSink:
                 endpoint=refusal.endpoint,
                 error=f"{error.status}: {error.text_message}",
                 input=self._retain.payload(body) if auth.log_retention and body is not None else None,
+                key_id=auth.key_id,
             )
         )
 

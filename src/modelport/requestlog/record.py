@@ -26,6 +26,7 @@ _WIDTHS = {
     "endpoint": 32,
     "svc_user_id": 128,
     "session_id": 128,
+    "key_id": 40,
     "error": MAX_ERROR_CHARS,
 }
 
@@ -55,6 +56,7 @@ class LogRecord:
     session_id: str | None = None
     input: str | None = None
     result: str | None = None
+    key_id: str | None = None  # the API key that made the request
 
     def as_row(self) -> dict[str, Any]:
         row = asdict(self)

@@ -1,9 +1,10 @@
 """Writing log rows: the only code that inserts into `request_logs`.
 
 Each batch goes in one transaction: `INSERT ... ON CONFLICT (id) DO NOTHING RETURNING id`, then the
-hourly counters of the rows that were really inserted are bumped. A batch retried after an ambiguous
-failure (committed, but the acknowledgement was lost) therefore neither duplicates a row nor counts it
-twice. Anything that later deletes log rows must decrement `request_log_counts` in the same way.
+hourly counters and the daily usage rollups (`usage_daily`) of the rows that were really inserted are
+bumped. A batch retried after an ambiguous failure (committed, but the acknowledgement was lost)
+therefore neither duplicates a row nor counts it twice. Anything that later deletes log rows must
+decrement `request_log_counts` (and, if the usage should follow, `usage_daily`) in the same way.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.requestlog.record import LogRecord
-from modelport.storage.tables import request_log_counts, request_logs
+from modelport.storage.tables import request_log_counts, request_logs, usage_daily
 
 HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
+_USAGE_FIELDS = ("requests", "errors", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_micros")
 ALL_USERS = ""  # the counter key for "every row of the team"; a real svc_user_id is never empty
 
 
@@ -43,6 +46,7 @@ async def insert_logs(engine: AsyncEngine, records: Sequence[LogRecord]) -> int:
         result = await conn.execute(stmt.returning(request_logs.c.id), list(by_id.values()))
         inserted = [by_id[row_id] for (row_id,) in result.all()]
         await _bump_counts(conn, inserted)
+        await _bump_usage(conn, inserted)
     return len(inserted)
 
 
@@ -60,5 +64,38 @@ async def _bump_counts(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) ->
     stmt = stmt.on_conflict_do_update(
         index_elements=["team_id", "svc_user_id", "hour"],
         set_={"n": request_log_counts.c.n + stmt.excluded.n},
+    )
+    await conn.execute(stmt, params)
+
+
+async def _bump_usage(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    sums: dict[tuple[str, int, str, str, str], list[int]] = {}
+    for row in rows:
+        key = (row["team_id"], row["created_at_ms"] // DAY_MS, row["key_id"] or "", row["provider"], row["model_name"])
+        acc = sums.setdefault(key, [0] * len(_USAGE_FIELDS))
+        acc[0] += 1
+        acc[1] += row["status"] != "success"
+        acc[2] += row["prompt_tokens"] or 0
+        acc[3] += row["completion_tokens"] or 0
+        acc[4] += row["cached_tokens"] or 0
+        acc[5] += row["cost_micros"] or 0
+    if not sums:
+        return
+    # Sorted: concurrent writers lock the rollup rows in one order (no deadlock on PostgreSQL).
+    params = [
+        {
+            "team_id": t,
+            "day": d,
+            "key_id": k,
+            "provider": p,
+            "model_name": m,
+            **dict(zip(_USAGE_FIELDS, acc, strict=True)),
+        }
+        for (t, d, k, p, m), acc in sorted(sums.items())
+    ]
+    stmt = _insert(conn, usage_daily)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["team_id", "day", "key_id", "provider", "model_name"],
+        set_={name: usage_daily.c[name] + stmt.excluded[name] for name in _USAGE_FIELDS},
     )
     await conn.execute(stmt, params)

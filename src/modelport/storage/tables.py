@@ -77,6 +77,8 @@ ledger_entries = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Index("ix_ledger_entries_team_id_id", "team_id", "id"),
     Index("ix_ledger_entries_ref", "ref"),
+    # The console's totals per kind over a period, from the index alone.
+    Index("ix_ledger_entries_team_created", "team_id", "created_at_ms", "kind", "amount_micros"),
 )
 
 catalog_models = Table(
@@ -113,9 +115,32 @@ request_logs = Table(
     Column("session_id", String(128), nullable=True),
     Column("input", Text, nullable=True),
     Column("result", Text, nullable=True),
+    Column("key_id", String(40), nullable=True),  # the API key that made the request (none before 0008)
     # `id` last: the log lists newest first by (created_at_ms, id), read from the index alone.
     Index("ix_request_logs_team_created_id", "team_id", "created_at_ms", "id"),
     Index("ix_request_logs_team_user_created_id", "team_id", "svc_user_id", "created_at_ms", "id"),
+    # The console's filters by model and by status, newest first.
+    Index("ix_request_logs_team_model_created_id", "team_id", "model_name", "created_at_ms", "id"),
+    Index("ix_request_logs_team_status_created_id", "team_id", "status", "created_at_ms", "id"),
+)
+
+# Text request usage per team, UTC day (created_at_ms // 86_400_000), key ('' unknown) and model. Kept in
+# the same transaction as the `request_logs` insert (modelport.requestlog.store), for the rows really
+# inserted, so the console's usage pages read a few hundred rows instead of millions of log rows.
+usage_daily = Table(
+    "usage_daily",
+    metadata,
+    Column("team_id", String(40), primary_key=True),
+    Column("day", BigInteger, primary_key=True),
+    Column("key_id", String(40), primary_key=True),
+    Column("provider", String(100), primary_key=True),
+    Column("model_name", String(200), primary_key=True),
+    Column("requests", BigInteger, nullable=False),
+    Column("errors", BigInteger, nullable=False),  # rows whose status is not `success`
+    Column("prompt_tokens", BigInteger, nullable=False),
+    Column("completion_tokens", BigInteger, nullable=False),
+    Column("cached_tokens", BigInteger, nullable=False),
+    Column("cost_micros", BigInteger, nullable=False),
 )
 
 # Rows per team (svc_user_id '') and per team and end user, per hour of `created_at_ms`. Kept in the same

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from modelport.console.team import overview
+from modelport.console.team import assets, billing, keys, logs, overview, tasks, usage, webhooks
 
-ROUTERS: tuple[APIRouter, ...] = (overview.router,)
+ROUTERS: tuple[APIRouter, ...] = (
+    overview.router,
+    keys.router,
+    usage.router,
+    logs.router,
+    tasks.router,
+    assets.router,
+    billing.router,
+    webhooks.router,
+)

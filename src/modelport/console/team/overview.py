@@ -1,4 +1,4 @@
-"""Overview: balances, recent spend, requests and error rate, tasks in flight."""
+"""Overview: balances, spend over time, requests and error rate, tasks in flight."""
 
 from __future__ import annotations
 
@@ -8,15 +8,54 @@ from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.service import get_team
+from modelport.console.charts import daily
 from modelport.console.deps import require_team
+from modelport.console.team.usage import Totals, period_usage
 from modelport.console.templating import render
+from modelport.media.tasks import repository as task_repo
 from modelport.web.deps import get_services
 
 router = APIRouter()
+
+DAYS = 30
+IN_FLIGHT = ("queued", "processing")
 
 
 @router.get("/")
 async def overview(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
     services = get_services(request)
     team = await get_team(services.db, auth.team_id)
-    return render(request, "team/overview.html", {"title": "Overview", "active": "overview", "team": team})
+    first, last, rows = await period_usage(request, auth.team_id, DAYS)
+    month, week, today = Totals("30 days"), Totals("7 days"), Totals("today")
+    for row in rows:
+        month.add(row)
+        if row.day > last - 7:
+            week.add(row)
+        if row.day == last:
+            today.add(row)
+    in_flight = {}
+    for status in IN_FLIGHT:
+        _, count = await task_repo.list_page(
+            services.db, auth.team_id, task_repo.ListFilter(status=status), offset=0, limit=1
+        )
+        in_flight[status] = count
+    spend = daily(
+        first,
+        last,
+        rows,
+        day=lambda r: r.day,
+        label=lambda _r: "spend",
+        value=lambda r: r.cost_micros / 1e6,
+        unit="usd",
+    )
+    context = {
+        "title": "Overview",
+        "active": "overview",
+        "team": team,
+        "month": month,
+        "week": week,
+        "today": today,
+        "in_flight": in_flight,
+        "spend": spend,
+    }
+    return render(request, "team/overview.html", context)

@@ -132,6 +132,25 @@ async def record(
     return bool(result.rowcount)
 
 
+async def redeliver(engine: AsyncEngine, team_id: str, delivery_id: str) -> bool:
+    """Send an ended delivery (delivered, failed or stopped) once more, now; False when it is not the team's,
+    is still pending, or its result has expired (no attempt is ever made after that). If that attempt
+    fails and the retry schedule has steps left, they follow as usual; otherwise it fails again."""
+    now = now_ms()
+    async with engine.begin() as conn:
+        result = await conn.execute(
+            update(webhook_deliveries)
+            .where(
+                webhook_deliveries.c.id == delivery_id,
+                webhook_deliveries.c.team_id == team_id,
+                webhook_deliveries.c.status != "pending",
+                webhook_deliveries.c.give_up_at_ms > now,
+            )
+            .values(status="pending", next_attempt_at_ms=now, lease_until_ms=0, ended_at_ms=None)
+        )
+    return bool(result.rowcount)
+
+
 async def for_task(engine: AsyncEngine, task_id: str) -> list[dict[str, Any]]:
     """The deliveries of a task with every attempt, oldest first (the `GET .../webhooks` view)."""
     async with engine.connect() as conn:

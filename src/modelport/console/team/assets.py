@@ -1,0 +1,46 @@
+"""Assets: the team's provider assets with their status and probe data (type, size, dimensions, duration)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from starlette.requests import Request
+from starlette.responses import Response
+
+from modelport.accounts.auth import AuthContext
+from modelport.console.deps import require_team
+from modelport.console.forms import choice
+from modelport.console.templating import render
+from modelport.errors import InvalidParameters
+from modelport.media.assets import repository as asset_repo
+from modelport.media.assets.service import STATUSES
+from modelport.web.deps import get_services
+
+router = APIRouter()
+
+PAGE_SIZE = 25
+
+
+@router.get("/assets")
+async def assets_page(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
+    engine = get_services(request).db
+    status = choice(request, "status", ("", *STATUSES), "") or None
+    raw_page = request.query_params.get("page") or "1"
+    if not raw_page.isdigit() or not 1 <= int(raw_page) <= 100_000:
+        raise InvalidParameters("page must be a number from 1", param="page")
+    page = int(raw_page)
+    records, total = await asset_repo.list_assets(
+        engine, auth.team_id, status=status, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+    )
+    enabled = await asset_repo.asset_service_enabled(engine, auth.team_id)
+    context = {
+        "title": "Assets",
+        "active": "assets",
+        "records": records,
+        "total": total,
+        "page": page,
+        "pages": max(1, -(-total // PAGE_SIZE)),
+        "statuses": ("", *STATUSES),
+        "status": status or "",
+        "enabled": enabled,
+    }
+    return render(request, "team/assets.html", context)
