@@ -11,7 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
 UpstreamKind = Literal["openai_chat", "openai_responses", "anthropic", "openai_compatible", "local"]
-MediaType = Literal["text-to-image", "image-to-image", "text-to-video", "image-to-video", "video-to-video"]
+MediaType = Literal[
+    "text-to-image", "image-to-image", "text-to-video", "image-to-video", "video-to-video", "text-to-speech"
+]
+# The spec's five model types; other types (speech) are listed only when a client asks for them by type.
+LISTED_BY_DEFAULT: frozenset[str] = frozenset(
+    {"text-to-image", "image-to-image", "text-to-video", "image-to-video", "video-to-video"}
+)
 
 
 class Prices(BaseModel):
@@ -91,7 +97,8 @@ class MediaModel(BaseModel):
     runner: str | None = None
     # USD per output unit (`price_unit`): the price frozen at creation is this times the units asked for.
     price_usd: Decimal = Field(default=Decimal(0), ge=0, le=Decimal(1000))
-    price_unit: Literal["image", "second", "task"] = "task"
+    # `1k_characters`: per 1,000 characters of text, counted exactly (1,500 characters cost 1.5 times the price).
+    price_unit: Literal["image", "second", "task", "1k_characters"] = "task"
     # JSON Schema of the request body (draft 2020-12); None accepts any JSON object.
     input_schema: dict[str, Any] | None = None
     # A task not ended this long after creation fails and is refunded.

@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
+import numpy as np
 import pillow_heif
 from PIL import Image
 
@@ -91,3 +92,41 @@ def mp3(seconds: float, rate: int = 16000) -> bytes:
 
 def truncated(data: bytes, keep: float = 0.6) -> bytes:
     return data[: int(len(data) * keep)]
+
+
+@functools.cache
+def clip_with_audio(width: int, height: int, seconds: int, fps: int, tone_hz: int = 440) -> bytes:
+    """An H.264 MP4 of moving colour bars with an AAC sine tone: the input of video-to-video tests."""
+    rate = 16000
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "clip.mp4"
+        with av.open(str(path), "w", format="mp4", options={"movflags": "faststart"}) as c:
+            video_stream = c.add_stream("libx264", rate=fps)
+            assert isinstance(video_stream, av.VideoStream)
+            video_stream.width, video_stream.height, video_stream.pix_fmt = width, height, "yuv420p"
+            audio_stream = c.add_stream("aac", rate=rate, layout="mono")
+            assert isinstance(audio_stream, av.AudioStream)
+            x = np.arange(width)
+            for i in range(seconds * fps):
+                bars = ((x[None, :] + i * 4) // 8 % 2 * 200 + 30).astype(np.uint8)
+                rgb = np.stack(
+                    [
+                        np.repeat(bars, height, 0),
+                        np.full((height, width), i * 9 % 256, np.uint8),
+                        np.repeat(255 - bars, height, 0),
+                    ],
+                    axis=-1,
+                )
+                frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+                frame.pts = i
+                for packet in video_stream.encode(frame):
+                    c.mux(packet)
+            t = np.arange(seconds * rate) / rate
+            samples = (np.sin(2 * np.pi * tone_hz * t) * 0.5).astype(np.float32).reshape(1, -1)
+            audio = av.AudioFrame.from_ndarray(samples, format="flt", layout="mono")
+            audio.sample_rate, audio.pts = rate, 0
+            for packet in [*audio_stream.encode(audio), *audio_stream.encode(None)]:
+                c.mux(packet)
+            for packet in video_stream.encode(None):
+                c.mux(packet)
+        return path.read_bytes()

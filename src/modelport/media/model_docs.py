@@ -9,7 +9,7 @@ from typing import Any
 
 from modelport.catalog_spec import MediaModel
 
-_UNITS = {"image": "image", "second": "second of video", "task": "task"}
+_UNITS = {"image": "image", "second": "second of video", "task": "task", "1k_characters": "1,000 characters of text"}
 
 
 def _example(model: MediaModel) -> dict[str, Any]:

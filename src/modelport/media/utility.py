@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.service import get_team
-from modelport.catalog_spec import MediaModel
+from modelport.catalog_spec import LISTED_BY_DEFAULT, MediaModel
+from modelport.errors import InvalidParameters
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 
@@ -22,12 +23,34 @@ def media_model_entry(model: MediaModel, public_base: str) -> dict[str, Any]:
     return {"slug": model.slug, "type": model.type, "docs_url": docs_url, "description": model.description}
 
 
-@router.get("/models", summary="List active published media models")
-async def list_media_models(request: Request, _auth: AuthContext = Depends(media_auth)) -> Response:
+MODEL_TYPES = (*sorted(LISTED_BY_DEFAULT), "text-to-speech")
+
+
+@router.get(
+    "/models",
+    summary="List active published media models",
+    description="Without `type`: the models of the five generation types (image and video). Speech models "
+    "(`text-to-speech`) are listed only when asked for with `?type=text-to-speech`.",
+)
+async def list_media_models(
+    request: Request,
+    _auth: AuthContext = Depends(media_auth),
+    model_type: str | None = Query(
+        None, alias="type", description="Only models of this type: " + ", ".join(MODEL_TYPES)
+    ),
+) -> Response:
+    if model_type is not None and model_type not in MODEL_TYPES:
+        raise InvalidParameters("type must be one of " + ", ".join(MODEL_TYPES), param="type")
     services = get_services(request)
     snapshot = await services.catalog.get()
     base = services.settings.effective_public_media_url
-    models = [media_model_entry(m, base) for m in snapshot.media if m.active and m.published]
+    models = [
+        media_model_entry(m, base)
+        for m in snapshot.media
+        if m.active
+        and m.published
+        and (m.type == model_type if model_type is not None else m.type in LISTED_BY_DEFAULT)
+    ]
     return ok({"models": models, "total": len(models)})
 
 

@@ -47,6 +47,7 @@ def test_demo_key_answers_the_three_utility_endpoints(server: RunningServer) -> 
         "local/sketch-image",
         "local/slideshow-video",
         "local/style-transfer",
+        "local/style-video",
     ]
 
 

@@ -111,6 +111,7 @@ def test_each_listed_model_has_a_docs_page(server: RunningServer, team: Team) ->
         "local/sketch-image": ("0.002 USD per image", ["prompt", "width", "height", "seed", "n"]),
         "local/style-transfer": ("0.002 USD per image", ["image_url", "style", "strength"]),
         "local/slideshow-video": ("0.001 USD per second of video", ["prompt", "image_url", "duration", "fps"]),
+        "local/style-video": ("0.002 USD per second of video", ["video_url", "style"]),
     }
     assert {m["slug"] for m in listed} == set(expected)
     for model in listed:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
 import socket
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -52,6 +54,20 @@ class TaskExecutor:
         self._on_terminal = on_terminal
         # Names this process in `claimed_by` (which worker ran a task: logs, scale-out checks).
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        # Renders run here, not in asyncio's default executor, which file I/O and DNS share (a long video
+        # must not starve them). Threads, not processes: see docs/architecture.md, Media tasks.
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _render_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._settings.render_threads, thread_name_prefix="modelport-render")
+        return self._pool
+
+    def close(self) -> None:
+        """Stop taking renders; one still running finishes in its thread and its output is dropped."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     @property
     def _lease_ms(self) -> int:
@@ -162,7 +178,9 @@ class TaskExecutor:
                     )
                 except InputUnavailable as exc:
                     raise _TaskError("input_unavailable", exc.message) from exc
-        render = asyncio.create_task(asyncio.to_thread(task_model.render, task.input, task.seed, inputs))
+        loop = asyncio.get_running_loop()
+        work = functools.partial(task_model.render, task.input, task.seed, inputs)
+        render = asyncio.create_task(_awaited(loop.run_in_executor(self._render_pool(), work)))
         watch = asyncio.create_task(lost.wait())
         try:
             await asyncio.wait({render, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -184,7 +202,9 @@ class TaskExecutor:
         except BaseException:
             await self._discard(files)  # no row will ever name these bytes
             raise
-        cost = price_micros(model, task_model.units(task.input))
+        rendered_units = [out.units for out in outputs if out.units is not None]
+        units = sum(rendered_units) if rendered_units else task_model.units(task.input)
+        cost = price_micros(model, units)
         metadata: dict[str, object] = {"seed": task.seed}
         for out in outputs:
             metadata.update(out.metadata)
@@ -242,6 +262,10 @@ class TaskExecutor:
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
+
+
+async def _awaited(future: asyncio.Future[list[RenderedFile]]) -> list[RenderedFile]:
+    return await future
 
 
 class _LeaseLost(Exception):

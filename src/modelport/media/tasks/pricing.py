@@ -8,6 +8,9 @@ from modelport.catalog_spec import MediaModel
 
 
 def price_micros(model: MediaModel, units: int) -> int:
-    """`units` is what the request asks for (images, seconds of video); a `task`-priced model counts one."""
-    count = 1 if model.price_unit == "task" else units
+    """`units` is what the request asks for (images, seconds of video, characters); a `task`-priced model
+    counts one."""
+    count = Decimal(1 if model.price_unit == "task" else units)
+    if model.price_unit == "1k_characters":
+        count /= 1000
     return int((model.price_usd * Decimal(1_000_000) * count).to_integral_value(rounding=ROUND_CEILING))

@@ -19,6 +19,9 @@ class RenderedFile:
     role: str = "primary"
     # Facts about the output for the task's `result.metadata` (a video's duration, frame count, fps).
     metadata: Mapping[str, object] = field(default_factory=dict)
+    # Billing units this output turned out to be worth, when only the render knows (a video-to-video task's
+    # seconds): the task is charged for these (at most what was frozen) instead of `units(params)`.
+    units: int | None = None
 
 
 class InputError(Exception):
@@ -31,7 +34,7 @@ class TaskModel(Protocol):
     url_fields: ClassVar[tuple[str, ...]]
 
     def units(self, params: dict[str, Any]) -> int:
-        """How many billing units (`price_unit`) the request asks for; frozen at creation."""
+        """How many billing units (`price_unit`) the request asks for (at most), frozen at creation."""
         ...
 
     def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
