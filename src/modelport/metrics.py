@@ -7,6 +7,11 @@ multiprocess mode; a dead worker's live-gauge files are swept (`mark_process_dea
 
 Labels are bounded: host and route template (never the raw path), HTTP status, and the catalog's provider,
 model and deployment. Nothing per team or per key: those belong in the usage rollups.
+
+Recording is nearly free: each metric is a `Family` that caches its labelled children (prometheus-client's
+`labels()` validates and takes a lock on every call, a few microseconds), and while metrics are off
+(`enable(False)`, the default; `build_services` turns them on when `MODELPORT_METRICS_PORT` is set) every
+`labels()` returns one shared object whose methods do nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess, start_http_server
 
@@ -25,106 +31,190 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
 TASK_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
-HTTP_REQUESTS = Counter("modelport_http_requests", "HTTP requests answered", ["host", "route", "method", "status"])
-HTTP_DURATION = Histogram(
-    "modelport_http_request_duration_seconds",
-    "From the request's arrival to the end of its response (streams: the last byte)",
-    ["host", "route", "status"],
-    buckets=LATENCY_BUCKETS,
+
+class Off:
+    """What a metric's `labels()` gives while metrics are off: records nothing."""
+
+    __slots__ = ()
+
+    def inc(self, amount: float = 1) -> None:
+        pass
+
+    def set(self, value: float) -> None:
+        pass
+
+    def observe(self, amount: float) -> None:
+        pass
+
+
+OFF = Off()
+_enabled = False
+M = TypeVar("M", Counter, Gauge, Histogram)
+
+
+def enable(on: bool) -> None:
+    """Record metrics in this process (only when something serves them: `MODELPORT_METRICS_PORT`)."""
+    global _enabled
+    _enabled = on
+
+
+def enabled() -> bool:
+    return _enabled
+
+
+class Family(Generic[M]):
+    __slots__ = ("_children", "metric")
+    metric: M
+
+    def __init__(self, metric: M) -> None:
+        self.metric = metric
+        self._children: dict[tuple[str, ...], M] = {}
+
+    def labels(self, *values: str) -> M | Off:
+        if not _enabled:
+            return OFF
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self.metric.labels(*values)
+        return child
+
+
+HTTP_REQUESTS = Family(
+    Counter("modelport_http_requests", "HTTP requests answered", ["host", "route", "method", "status"])
 )
-UPSTREAM_REQUESTS = Counter(
-    "modelport_upstream_requests",
-    "Calls to upstream deployments by the status they answered (0: unreachable)",
-    ["provider", "model", "deployment", "status"],
+HTTP_DURATION = Family(
+    Histogram(
+        "modelport_http_request_duration_seconds",
+        "From the request's arrival to the end of its response (streams: the last byte)",
+        ["host", "route", "status"],
+        buckets=LATENCY_BUCKETS,
+    )
 )
-UPSTREAM_ERRORS = Counter(
-    "modelport_upstream_errors",
-    "Upstream calls that failed: unreachable, or an error status",
-    ["provider", "model", "deployment", "kind"],
+UPSTREAM_REQUESTS = Family(
+    Counter(
+        "modelport_upstream_requests",
+        "Calls to upstream deployments by the status they answered (0: unreachable)",
+        ["provider", "model", "deployment", "status"],
+    )
 )
-UPSTREAM_TTFB = Histogram(
-    "modelport_upstream_time_to_first_byte_seconds",
-    "From sending the upstream request to its response headers",
-    ["provider", "model", "deployment"],
-    buckets=LATENCY_BUCKETS,
+UPSTREAM_ERRORS = Family(
+    Counter(
+        "modelport_upstream_errors",
+        "Upstream calls that failed: unreachable, or an error status",
+        ["provider", "model", "deployment", "kind"],
+    )
 )
-UPSTREAM_DURATION = Histogram(
-    "modelport_upstream_duration_seconds",
-    "From sending the upstream request to the end of its answer (streams: the last chunk)",
-    ["provider", "model", "deployment"],
-    buckets=LATENCY_BUCKETS,
+UPSTREAM_TTFB = Family(
+    Histogram(
+        "modelport_upstream_time_to_first_byte_seconds",
+        "From sending the upstream request to its response headers",
+        ["provider", "model", "deployment"],
+        buckets=LATENCY_BUCKETS,
+    )
 )
-UPSTREAM_TTFT = Histogram(
-    "modelport_upstream_time_to_first_token_seconds",
-    "Streams: from sending the upstream request to the first event carrying output (text, reasoning, tool call)",
-    ["provider", "model", "deployment"],
-    buckets=LATENCY_BUCKETS,
+UPSTREAM_DURATION = Family(
+    Histogram(
+        "modelport_upstream_duration_seconds",
+        "From sending the upstream request to the end of its answer (streams: the last chunk)",
+        ["provider", "model", "deployment"],
+        buckets=LATENCY_BUCKETS,
+    )
 )
-GATEWAY_OVERHEAD = Histogram(
-    "modelport_gateway_overhead_seconds",
-    "Time a text request spent in the gateway rather than waiting on the upstream",
-    ["path", "stream"],
-    buckets=OVERHEAD_BUCKETS,
+UPSTREAM_TTFT = Family(
+    Histogram(
+        "modelport_upstream_time_to_first_token_seconds",
+        "Streams: from sending the upstream request to the first event carrying output (text, reasoning, tool call)",
+        ["provider", "model", "deployment"],
+        buckets=LATENCY_BUCKETS,
+    )
 )
-DEPLOYMENT_COOLDOWNS = Counter(
-    "modelport_deployment_cooldowns",
-    "Times a process took a deployment out of rotation (a 429, or repeated failures)",
-    ["provider", "model", "deployment"],
+GATEWAY_OVERHEAD = Family(
+    Histogram(
+        "modelport_gateway_overhead_seconds",
+        "Time a text request spent in the gateway rather than waiting on the upstream",
+        ["path", "stream"],
+        buckets=OVERHEAD_BUCKETS,
+    )
 )
-DEPLOYMENT_COOLDOWN_UNTIL = Gauge(
-    "modelport_deployment_cooldown_until_seconds",
-    "UNIX time until which a deployment sits out (latest over live processes; in the past: in rotation)",
-    ["provider", "model", "deployment"],
-    multiprocess_mode="livemax",
+DEPLOYMENT_COOLDOWNS = Family(
+    Counter(
+        "modelport_deployment_cooldowns",
+        "Times a process took a deployment out of rotation (a 429, or repeated failures)",
+        ["provider", "model", "deployment"],
+    )
 )
-TOKENS = Counter("modelport_tokens", "Tokens billed", ["model", "direction"])
-SPEND = Counter("modelport_spend_usd", "Amount billed, in USD", ["model"])
-TEXT_OUTCOMES = Counter(
-    "modelport_text_requests",
-    "Admitted text requests by how they ended (success, error, cancelled)",
-    ["model", "outcome"],
+DEPLOYMENT_COOLDOWN_UNTIL = Family(
+    Gauge(
+        "modelport_deployment_cooldown_until_seconds",
+        "UNIX time until which a deployment sits out (latest over live processes; in the past: in rotation)",
+        ["provider", "model", "deployment"],
+        multiprocess_mode="livemax",
+    )
 )
-REFUSALS = Counter(
-    "modelport_refusals", "Requests refused before the upstream (402 balance, 429 limits)", ["host", "kind"]
+TOKENS = Family(Counter("modelport_tokens", "Tokens billed", ["model", "direction"]))
+SPEND = Family(Counter("modelport_spend_usd", "Amount billed, in USD", ["model"]))
+TEXT_OUTCOMES = Family(
+    Counter(
+        "modelport_text_requests",
+        "Admitted text requests by how they ended (success, error, cancelled)",
+        ["model", "outcome"],
+    )
 )
-WRITE_QUEUE_DEPTH = Gauge(
-    "modelport_write_queue_depth",
-    "Rows waiting to be written, per batch writer (settlements, request logs)",
-    ["queue"],
-    multiprocess_mode="livesum",
+REFUSALS = Family(
+    Counter("modelport_refusals", "Requests refused before the upstream (402 balance, 429 limits)", ["host", "kind"])
 )
-WRITE_FLUSH_SECONDS = Histogram(
-    "modelport_write_flush_seconds",
-    "Time to write one batch (settlements, request logs), retries included",
-    ["queue"],
-    buckets=LATENCY_BUCKETS,
+WRITE_QUEUE_DEPTH = Family(
+    Gauge(
+        "modelport_write_queue_depth",
+        "Rows waiting to be written, per batch writer (settlements, request logs)",
+        ["queue"],
+        multiprocess_mode="livesum",
+    )
+)
+WRITE_FLUSH_SECONDS = Family(
+    Histogram(
+        "modelport_write_flush_seconds",
+        "Time to write one batch (settlements, request logs), retries included",
+        ["queue"],
+        buckets=LATENCY_BUCKETS,
+    )
 )
 
-TASKS_CREATED = Counter("modelport_media_tasks_created", "Media tasks accepted (money frozen, row written)", ["model"])
-TASKS_FINISHED = Counter(
-    "modelport_media_tasks_finished", "Media tasks that reached a final status", ["model", "status"]
+TASKS_CREATED = Family(
+    Counter("modelport_media_tasks_created", "Media tasks accepted (money frozen, row written)", ["model"])
 )
-TASK_DURATION = Histogram(
-    "modelport_media_task_duration_seconds",
-    "From a media task's creation to its final status",
-    ["model", "status"],
-    buckets=TASK_BUCKETS,
+TASKS_FINISHED = Family(
+    Counter("modelport_media_tasks_finished", "Media tasks that reached a final status", ["model", "status"])
 )
-TASKS_UNFINISHED = Gauge(
-    "modelport_media_tasks_unfinished",
-    "Media tasks waiting for a worker (queued) or running (processing), all teams, read by the reconciler",
-    ["status"],
-    multiprocess_mode="livemostrecent",
+TASK_DURATION = Family(
+    Histogram(
+        "modelport_media_task_duration_seconds",
+        "From a media task's creation to its final status",
+        ["model", "status"],
+        buckets=TASK_BUCKETS,
+    )
 )
-WEBHOOK_ATTEMPTS = Counter(
-    "modelport_webhook_attempts",
-    "Webhook requests sent, by outcome (delivered, gone, rate_limited, failed)",
-    ["outcome"],
+TASKS_UNFINISHED = Family(
+    Gauge(
+        "modelport_media_tasks_unfinished",
+        "Media tasks waiting for a worker (queued) or running (processing), all teams, read by the reconciler",
+        ["status"],
+        multiprocess_mode="livemostrecent",
+    )
 )
-WEBHOOK_FINAL = Counter(
-    "modelport_webhook_deliveries",
-    "Webhook deliveries that ended: delivered, stopped (410 Gone) or failed (gave up)",
-    ["status"],
+WEBHOOK_ATTEMPTS = Family(
+    Counter(
+        "modelport_webhook_attempts",
+        "Webhook requests sent, by outcome (delivered, gone, rate_limited, failed)",
+        ["outcome"],
+    )
+)
+WEBHOOK_FINAL = Family(
+    Counter(
+        "modelport_webhook_deliveries",
+        "Webhook deliveries that ended: delivered, stopped (410 Gone) or failed (gave up)",
+        ["status"],
+    )
 )
 
 

@@ -11,6 +11,7 @@ import logging
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport import metrics
 from modelport.apps.health import READINESS, ReadinessChecker
 from modelport.billing.credit import CREDIT, CreditBook
 from modelport.billing.settlement import SETTLEMENTS, SettlementWriter
@@ -45,6 +46,8 @@ def build_services(
     settings: Settings, *, engine: AsyncEngine | None = None, task_workers: bool | None = None
 ) -> Services:
     """`task_workers`: run media tasks in this process (default: `settings.tasks.run_workers`)."""
+    # Metrics are recorded only where something serves them (`serve`'s and `worker`'s /metrics).
+    metrics.enable(settings.metrics_port is not None)
     services = Services(settings, engine=engine)
     db, public_url = services.db, settings.effective_public_media_url
 

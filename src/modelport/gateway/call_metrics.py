@@ -14,15 +14,15 @@ from __future__ import annotations
 import time
 
 from modelport.gateway.context import Outcome, RequestContext
-from modelport.metrics import GATEWAY_OVERHEAD, UPSTREAM_DURATION, UPSTREAM_TTFT, deployment_labels
+from modelport.metrics import GATEWAY_OVERHEAD, UPSTREAM_DURATION, UPSTREAM_TTFT, deployment_labels, enabled
 
 _PATH = {True: "fast", False: "translated"}
 _STREAM = {True: "true", False: "false"}
 
 
 def record_call(ctx: RequestContext, outcome: Outcome) -> None:
-    if not ctx.upstream_sent or outcome.deployment is None:
-        return  # refused or failed before an upstream answered
+    if not ctx.upstream_sent or outcome.deployment is None or not enabled():
+        return  # refused or failed before an upstream answered, or metrics off
     ended = time.perf_counter()
     labels = deployment_labels(outcome.deployment)
     done = outcome.upstream_done or ended

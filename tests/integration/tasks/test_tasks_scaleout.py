@@ -9,19 +9,14 @@ import asyncio
 import io
 import json
 import random
-import secrets
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
-import botocore.session
 import httpx
-from moto.server import ThreadedMotoServer
 from PIL import Image
 from sqlalchemy import func, select
 
@@ -42,6 +37,7 @@ from tests.integration.tasks.helpers import (
     wait_for,
 )
 from tests.support.databases import postgres_database
+from tests.support.s3 import moto_s3
 
 TIER1_LIMIT = 5  # a single top-up of 10 USD moves a team to tier1: 5 unfinished media tasks
 TASKS = 12
@@ -77,34 +73,9 @@ def _sample_unfinished(database_url: str, team_id: str, stop: threading.Event, s
     asyncio.run(loop())
 
 
-def s3_env() -> Iterator[dict[str, str]]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    bucket = "mp-tasks-" + secrets.token_hex(4)
-    client: Any = botocore.session.get_session().create_client(
-        "s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s"
-    )
-    client.create_bucket(Bucket=bucket)
-    try:
-        yield {
-            "MODELPORT_FILES__BACKEND": "s3",
-            "MODELPORT_FILES__S3_BUCKET": bucket,
-            "MODELPORT_FILES__S3_ENDPOINT_URL": endpoint,
-            "MODELPORT_FILES__S3_ACCESS_KEY_ID": "k",
-            "MODELPORT_FILES__S3_SECRET_ACCESS_KEY": "s",
-            "MODELPORT_FILES__S3_ADDRESSING_STYLE": "path",
-            # Every machine signs download URLs with the same key.
-            "MODELPORT_SECRET_KEY": secrets.token_urlsafe(32),
-        }
-    finally:
-        server.stop()
-
-
 def _scale_out(tmp_path: Path, database_url: str) -> None:
     with WebhookReceiver().running() as receiver, ExitStack() as stack:
-        shared = stack.enter_context(contextmanager(s3_env)())
+        shared = stack.enter_context(moto_s3("mp-tasks-"))
         envs = [
             task_env(
                 receiver,
