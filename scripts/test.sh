@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh local,test
 # Claude Code and Codex CLI for the agents_cli tests (they fail, never skip, without them).
 bash scripts/install_agents.sh
+# Debian's Chromium for the console's browser tests (marker `browser`; they fail, never skip, without it).
+bash scripts/install_browser.sh
 echo "==> ruff (lint and format)"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

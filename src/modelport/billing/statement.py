@@ -24,6 +24,18 @@ KIND_LABELS = {
 }
 
 
+# One entry of each kind, as a ledger line says it.
+KIND_NAMES = {
+    "topup": "Top-up",
+    "charge": "Charge",
+    "hold": "Hold (text requests)",
+    "release": "Release",
+    "task_hold": "Hold (media task)",
+    "task_release": "Release (media task)",
+    "adjust": "Adjustment",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     id: int

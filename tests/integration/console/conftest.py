@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +54,19 @@ class ConsoleServer:
 
 
 def write_catalog(tmp: Path, upstream: FakeUpstream) -> Path:
+    """The built-in catalog (the embedded models, media ones included) plus a priced model on the fake."""
     catalog = tmp / "catalog.toml"
-    catalog.write_text(f"""
+    default = (resources.files("modelport") / "default_catalog.toml").read_text("utf-8")
+    catalog.write_text(
+        default
+        + f"""
 [[text_models]]
 id = "{MODEL}"
 prices = {{ input = "1000", output = "2000" }}
 default_max_output_tokens = 100
 deployments = [{{ kind = "openai_chat", base_url = "{upstream.base_url}/v1", model = "m" }}]
-""")
+"""
+    )
     return catalog
 
 

@@ -47,6 +47,7 @@
       height: spec.height || 240,
       series: series,
       scales: { x: { time: true } },
+      tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); }, // days are UTC days
       axes: [
         {},
         { size: 70, values: function (u, vals) { return vals.map(function (v) { return formatValue(spec.unit, v); }); } },

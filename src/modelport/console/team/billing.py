@@ -53,6 +53,6 @@ async def billing_page(request: Request, auth: AuthContext = Depends(require_tea
         "net": sum(total for _, total in sums.values()),
         "tier": tiers[rank],
         "next_tier": tiers[rank + 1] if rank + 1 < len(tiers) else None,
-        "labels": statement.KIND_LABELS,
+        "labels": statement.KIND_NAMES,
     }
     return render(request, "team/billing.html", context)
