@@ -145,8 +145,9 @@ async def sign_in(client: httpx.AsyncClient, key: str) -> None:
 async def older_cursor(client: httpx.AsyncClient, path: str, hops: int) -> str:
     """The page `hops` "Older" links down from `path` (a deep page reached the way a person does)."""
     for _ in range(hops):
-        page = (await client.get(path)).text
-        found = re.search(r'href="(/console/logs\?[^"]*before=[^"]+)"', page)
+        r = await client.get(path)
+        assert r.status_code == 200, (path, r.status_code, r.text[:300])
+        found = re.search(r'href="(/console/logs\?[^"]*before=[^"]+)"', r.text)
         assert found is not None, "no older page"
         path = found.group(1).replace("&amp;", "&")
     return path
@@ -174,7 +175,8 @@ async def run(args: argparse.Namespace) -> None:
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
                 await sign_in(client, created[0].key)
-                month_ago = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(end_s - 30 * DAY_S + 120))
+                # From now (the fill takes minutes): the logs page's period is at most 30 days.
+                month_ago = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() - 30 * DAY_S + 600))
                 some_id = re.search(r'href="/console/logs/(req_[0-9a-f]+)"', (await client.get("/console/logs")).text)
                 assert some_id is not None
                 pages = {
