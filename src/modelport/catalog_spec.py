@@ -83,6 +83,66 @@ class TextModel(BaseModel):
         return self.id.split("/", 1)[1]
 
 
+UpstreamMediaKind = Literal["openai_images", "openai_image_edits", "openai_speech", "submit_poll"]
+
+
+class MediaUpstream(BaseModel):
+    """A hosted media provider that runs a media model's tasks (docs/api/media-upstreams.md).
+
+    `openai_images` (POST /v1/images/generations), `openai_image_edits` (POST /v1/images/edits, multipart)
+    and `openai_speech` (POST /v1/audio/speech) are one synchronous call each; `submit_poll` submits the
+    task, polls a status URL with backoff until a terminal status, then downloads the output URLs.
+    Paths into JSON answers are JMESPath expressions (`id`, `data.id`, `output`, `images[*].url`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: UpstreamMediaKind
+    # The provider's name: the key of its concurrency limit (shared by every model naming it) and in logs.
+    name: str = Field(min_length=1, max_length=64)
+    base_url: str
+    # Name of the environment variable holding the provider key (never the key itself).
+    api_key_env: str | None = None
+    # `Authorization: <auth_scheme> <key>` (fal.ai uses `Key`); empty: the key is sent as is.
+    auth_scheme: str = "Bearer"
+    headers: dict[str, str] = Field(default_factory=dict)
+    # The provider's model name, sent as `model` by the OpenAI kinds.
+    model: str | None = None
+    # Tasks of this provider running at once across every worker process (database slots).
+    max_concurrency: int = Field(default=4, ge=1, le=1000)
+    # One HTTP call (a synchronous generation included) may take this long.
+    timeout_seconds: float = Field(default=300.0, gt=0)
+    # Input fields holding media URLs: checked at creation like the embedded models' (400 naming the field).
+    url_fields: list[str] = Field(default_factory=list)
+    # Input fields whose `asset://<asset_id>` (an active asset of the team, else 400) is replaced by the
+    # provider's own reference, `asset_ref_format` with `{upstream_id}` (the asset library's id of it).
+    asset_fields: list[str] = Field(default_factory=list)
+    asset_ref_format: str = "asset://{upstream_id}"
+    # Default voice of `openai_speech` when the input names none.
+    voice: str | None = None
+    # submit_poll: POST base_url + submit_path with the input (under `input_field` if set) plus `extra_body`.
+    submit_path: str = ""
+    input_field: str | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    id_path: str = "id"
+    # GET base_url + status_path (`{id}` replaced), or an absolute URL template.
+    status_path: str = "/{id}"
+    status_field: str = "status"
+    success_values: list[str] = Field(default_factory=lambda: ["succeeded", "completed", "COMPLETED"])
+    failure_values: list[str] = Field(default_factory=lambda: ["failed", "canceled", "cancelled", "FAILED"])
+    # After success, GET this (`{id}` replaced) for the outputs; None: they are in the status answer.
+    result_path: str | None = None
+    output_path: str = "output"
+    error_path: str | None = "error"
+    poll_initial_seconds: float = Field(default=1.0, gt=0)
+    poll_max_seconds: float = Field(default=10.0, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.rstrip("/")
+
+
 class MediaModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -93,8 +153,10 @@ class MediaModel(BaseModel):
     docs_url: str
     active: bool = True
     published: bool = True
-    # The embedded implementation that runs its tasks (`media.tasks.models`); None: no task can run.
+    # The embedded implementation that runs its tasks (`media.tasks.models`), or the hosted provider that
+    # does (`upstream`); with neither, no task can run.
     runner: str | None = None
+    upstream: MediaUpstream | None = None
     # USD per output unit (`price_unit`): the price frozen at creation is this times the units asked for.
     price_usd: Decimal = Field(default=Decimal(0), ge=0, le=Decimal(1000))
     # `1k_characters`: per 1,000 characters of text, counted exactly (1,500 characters cost 1.5 times the price).

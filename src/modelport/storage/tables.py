@@ -294,3 +294,13 @@ settlement_keys = Table(
     Column("key", String(40), primary_key=True),
     Column("created_at_ms", BigInteger, nullable=False, index=True),
 )
+
+# Per-provider concurrency of hosted media providers, shared by every worker process (migration 0009).
+upstream_slots = Table(
+    "upstream_slots",
+    metadata,
+    Column("provider", String(64), primary_key=True),
+    Column("slot", Integer, primary_key=True),
+    Column("task_id", String(64), nullable=True),  # the task holding it; None: free
+    Column("lease_until_ms", BigInteger, nullable=True),  # held until then unless renewed
+)

@@ -20,13 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.catalog import CatalogStore
+from modelport.catalog_spec import MediaModel
 from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.inputs import InputUnavailable, read_input
-from modelport.media.tasks.models import InputError, RenderedFile, runner
+from modelport.media.tasks.models import InputError, RenderedFile, TaskModel, runner
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import OutboxRow, StoredFile, TaskRow
+from modelport.media.tasks.upstream.client import UpstreamFailed
+from modelport.media.tasks.upstream.runner import UpstreamMedia
+from modelport.media.tasks.upstream.runner import units as upstream_units
 from modelport.net import SafeFetcher
 from modelport.settings import TasksSettings
 
@@ -57,17 +61,23 @@ class TaskExecutor:
         # Renders run here, not in asyncio's default executor, which file I/O and DNS share (a long video
         # must not starve them). Threads, not processes: see docs/architecture.md, Media tasks.
         self._pool: ThreadPoolExecutor | None = None
+        # Tasks of hosted media providers (catalog entries with `upstream`).
+        self._upstream = UpstreamMedia(
+            engine=engine, fetcher=fetcher, store=store, lease_seconds=settings.lease_seconds
+        )
 
     def _render_pool(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._settings.render_threads, thread_name_prefix="modelport-render")
         return self._pool
 
-    def close(self) -> None:
-        """Stop taking renders; one still running finishes in its thread and its output is dropped."""
+    async def aclose(self) -> None:
+        """Stop taking renders (one still running finishes in its thread, its output dropped); close the
+        providers' connections."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+        await self._upstream.aclose()
 
     @property
     def _lease_ms(self) -> int:
@@ -165,9 +175,35 @@ class TaskExecutor:
 
     async def _run(self, task: TaskRow, lost: asyncio.Event) -> tuple[list[StoredFile], int, dict[str, object]]:
         model = next((m for m in (await self._catalog.get()).media if m.slug == task.model_id), None)
-        task_model = runner(model.runner) if model is not None else None
-        if model is None or task_model is None:
-            raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
+        if model is not None and model.upstream is not None:
+            outputs = await self._upstream_outputs(model, task, lost)
+            default_units = upstream_units(model, task.input)
+        else:
+            task_model = runner(model.runner) if model is not None else None
+            if model is None or task_model is None:
+                raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
+            outputs = await self._render(task_model, task, lost)
+            default_units = task_model.units(task.input)
+        if lost.is_set():
+            raise _LeaseLost()
+        files: list[StoredFile] = []
+        try:
+            for index, out in enumerate(outputs):
+                files.append(await self._store_file(task, index, out))
+        except BaseException:
+            await self._discard(files)  # no row will ever name these bytes
+            raise
+        rendered_units = [out.units for out in outputs if out.units is not None]
+        units = sum(rendered_units) if rendered_units else default_units
+        cost = price_micros(model, units)
+        metadata: dict[str, object] = {"seed": task.seed}
+        for out in outputs:
+            metadata.update(out.metadata)
+        if any(f.type == "image" for f in files):
+            metadata["image_count"] = sum(1 for f in files if f.type == "image")
+        return files, cost, metadata
+
+    async def _render(self, task_model: TaskModel, task: TaskRow, lost: asyncio.Event) -> list[RenderedFile]:
         inputs: dict[str, bytes] = {}
         for field in task_model.url_fields:
             value = task.input.get(field)
@@ -193,24 +229,27 @@ class TaskExecutor:
             outputs = render.result()
         except InputError as exc:
             raise _TaskError("invalid_input", str(exc)) from exc
-        if lost.is_set():
-            raise _LeaseLost()
-        files: list[StoredFile] = []
+        return outputs
+
+    async def _upstream_outputs(self, model: MediaModel, task: TaskRow, lost: asyncio.Event) -> list[RenderedFile]:
+        """The provider's outputs; unlike a render thread, the calls stop at once when the run loses its task
+        (lease taken over, deadline passed, cancelled), freeing the provider slot."""
+        call = asyncio.create_task(self._upstream.run(model, task))
+        watch = asyncio.create_task(lost.wait())
         try:
-            for index, out in enumerate(outputs):
-                files.append(await self._store_file(task, index, out))
-        except BaseException:
-            await self._discard(files)  # no row will ever name these bytes
-            raise
-        rendered_units = [out.units for out in outputs if out.units is not None]
-        units = sum(rendered_units) if rendered_units else task_model.units(task.input)
-        cost = price_micros(model, units)
-        metadata: dict[str, object] = {"seed": task.seed}
-        for out in outputs:
-            metadata.update(out.metadata)
-        if any(f.type == "image" for f in files):
-            metadata["image_count"] = sum(1 for f in files if f.type == "image")
-        return files, cost, metadata
+            await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+            if not call.done():
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await call
+        if lost.is_set() or call.cancelled():
+            raise _LeaseLost()
+        try:
+            return call.result()
+        except UpstreamFailed as exc:
+            raise _TaskError(exc.code, exc.message) from exc
 
     async def _discard(self, files: list[StoredFile]) -> None:
         for f in files:

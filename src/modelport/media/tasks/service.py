@@ -28,6 +28,7 @@ from modelport.media.tasks.inputs import check_input_url
 from modelport.media.tasks.models import runner
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import ListFilter, OutboxRow, TaskRow
+from modelport.media.tasks.upstream import runner as upstream
 from modelport.media.tasks.views import UrlFor, task_view
 from modelport.money import display_usd
 from modelport.net import FetchError, SafeFetcher, UrlFormatRefused
@@ -123,7 +124,7 @@ class TaskService:
     async def model(self, slug: str) -> MediaModel:
         snapshot = await self.catalog.get()
         for model in snapshot.media:
-            if model.slug == slug and model.active and runner(model.runner) is not None:
+            if model.slug == slug and model.active and (model.upstream is not None or runner(model.runner) is not None):
                 return model
         raise NotFound(f"model {slug!r} does not exist")
 
@@ -153,12 +154,17 @@ class TaskService:
             raise InvalidParameters(f"the request body is not valid JSON: {exc}", param="body") from exc
         params = validate_input(model, parsed)
         webhook = self.check_webhook_url(webhook_url)
-        task_model = runner(model.runner)
-        assert task_model is not None
-        for field in task_model.url_fields:
-            if field in params:
-                await check_input_url(self.fetcher, self.engine, team_id, field, params[field])
-        price = price_micros(model, task_model.units(params))
+        if model.upstream is not None:
+            await upstream.check_inputs(self.engine, self.fetcher, team_id, model.upstream, params)
+            units = upstream.units(model, params)
+        else:
+            task_model = runner(model.runner)
+            assert task_model is not None
+            for field in task_model.url_fields:
+                if field in params:
+                    await check_input_url(self.fetcher, self.engine, team_id, field, params[field])
+            units = task_model.units(params)
+        price = price_micros(model, units)
         seed = int(params["seed"]) if "seed" in params else secrets.randbelow(2**32)
         now = now_ms()
         task = repo.NewTask(

@@ -110,4 +110,4 @@ class TaskWorkers:
             except Exception:
                 log.exception("task worker component failed")
         self._tasks = []
-        self.executor.close()
+        await self.executor.aclose()

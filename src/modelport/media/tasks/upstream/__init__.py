@@ -1,0 +1,1 @@
+"""Hosted media providers that run media tasks (catalog entries with `upstream`)."""

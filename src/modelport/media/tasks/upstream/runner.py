@@ -1,0 +1,288 @@
+"""Tasks of hosted media providers (a catalog entry's `upstream`): the checks at creation, and the run.
+
+A run holds one of the provider's concurrency slots (`slots.py`, shared by every worker process), makes the
+kind's calls through `ProviderClient`, and turns what comes back into result files: inline bytes (OpenAI
+`b64_json`, a speech body) or output URLs downloaded through the SSRF-safe fetcher (a URL at a private
+address is refused and the task fails, refunded). The caller stores the files, exactly as for embedded
+models, so results always live in our store with our expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import io
+import logging
+from typing import Any
+
+import aiohttp
+import av
+import jmespath
+import jmespath.exceptions
+from PIL import Image, UnidentifiedImageError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.catalog_spec import MediaModel, MediaUpstream
+from modelport.errors import InvalidParameters
+from modelport.media.assets.refs import is_asset_ref, resolve_asset_ref
+from modelport.media.files.detect import SNIFF_BYTES, detect_media
+from modelport.media.files.storage import FileStore
+from modelport.media.tasks.inputs import InputUnavailable, check_input_url, read_input
+from modelport.media.tasks.models.base import RenderedFile
+from modelport.media.tasks.repository import TaskRow
+from modelport.media.tasks.upstream.client import ProviderClient, UpstreamFailed
+from modelport.media.tasks.upstream.slots import provider_slot
+from modelport.net import FetchError, SafeFetcher, UrlFormatRefused
+
+log = logging.getLogger("modelport.media.upstream")
+
+# The largest output file downloaded from a provider, and how long one download may take.
+MAX_OUTPUT_BYTES = 200 * 1024 * 1024
+OUTPUT_FETCH_SECONDS = 120.0
+
+
+def _kinds(field: str) -> tuple[str, ...]:
+    return ("video",) if "video" in field else ("image",)
+
+
+def units(model: MediaModel, params: dict[str, Any]) -> int:
+    """Billing units of an upstream task, from its input: `n` images (default 1), `duration` seconds
+    (default 5), the characters of `text`; a `task`-priced model counts one."""
+    if model.price_unit == "image":
+        return int(params.get("n", 1))
+    if model.price_unit == "second":
+        return int(params.get("duration", 5))
+    if model.price_unit == "1k_characters":
+        return len(str(params.get("text", "")))
+    return 1
+
+
+async def check_inputs(
+    engine: AsyncEngine, fetcher: SafeFetcher, team_id: str, upstream: MediaUpstream, params: dict[str, Any]
+) -> None:
+    """At creation: each media field must be usable (400 naming the field), `asset://` of an active asset of
+    the team that the provider's asset library holds (for `asset_fields`)."""
+    for field in upstream.asset_fields:
+        value = params.get(field)
+        if not isinstance(value, str):
+            continue
+        if is_asset_ref(value):
+            record = await resolve_asset_ref(engine, team_id, value, field=field, kinds=_kinds(field))
+            if record.upstream_id is None:
+                raise InvalidParameters(
+                    f"{field}: asset {record.id!r} is not held by provider {upstream.name}'s asset library", param=field
+                )
+        elif not fetcher.is_own(value):
+            try:
+                fetcher.check(value)
+            except UrlFormatRefused as exc:
+                raise InvalidParameters(
+                    f"{field} must be a public https URL, one of our download URLs or asset://<asset_id>", param=field
+                ) from exc
+            except FetchError as exc:
+                raise InvalidParameters(f"{field} cannot be used: {exc.detail}", param=field) from exc
+    for field in upstream.url_fields:
+        if field in params and field not in upstream.asset_fields:
+            await check_input_url(fetcher, engine, team_id, field, params[field])
+
+
+def _search(path: str, document: Any) -> Any:
+    try:
+        return jmespath.search(path, document)
+    except jmespath.exceptions.JMESPathError as exc:  # a catalog mistake: say where
+        raise UpstreamFailed("upstream_error", f"the catalog's JSON path {path!r} is not valid: {exc}") from exc
+
+
+class UpstreamMedia:
+    def __init__(self, *, engine: AsyncEngine, fetcher: SafeFetcher, store: FileStore, lease_seconds: float) -> None:
+        self._engine = engine
+        self._fetcher = fetcher
+        self._store = store
+        self._lease_seconds = lease_seconds
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self, upstream: MediaUpstream) -> ProviderClient:
+        if self._session is None or self._session.closed:
+            # No total timeout here: each call sets the provider's own; environment proxies are not used.
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        return ProviderClient(upstream, self._session)
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def run(self, model: MediaModel, task: TaskRow) -> list[RenderedFile]:
+        upstream = model.upstream
+        assert upstream is not None
+        async with provider_slot(
+            self._engine, upstream.name, upstream.max_concurrency, task.id, lease_seconds=self._lease_seconds
+        ):
+            client = self._client(upstream)
+            if upstream.kind == "openai_images":
+                return await self._openai_images(client, task)
+            if upstream.kind == "openai_image_edits":
+                return await self._openai_edits(client, task)
+            if upstream.kind == "openai_speech":
+                return await self._openai_speech(client, task)
+            return await self._submit_poll(client, task)
+
+    # -- OpenAI-compatible --------------------------------------------------------------------------------
+
+    async def _openai_images(self, client: ProviderClient, task: TaskRow) -> list[RenderedFile]:
+        body = {**task.input, "model": client.upstream.model}
+        answer = await client.call("POST", "/images/generations", json=body)
+        return await self._image_items(answer.json())
+
+    async def _openai_edits(self, client: ProviderClient, task: TaskRow) -> list[RenderedFile]:
+        form = aiohttp.FormData()
+        if client.upstream.model:
+            form.add_field("model", client.upstream.model)
+        for name, value in task.input.items():
+            if name in client.upstream.url_fields:
+                try:
+                    data = await read_input(self._fetcher, self._engine, self._store, task.team_id, name, str(value))
+                except InputUnavailable as exc:
+                    raise UpstreamFailed("input_unavailable", exc.message) from exc
+                detected = detect_media(data[:SNIFF_BYTES])
+                ext = detected.extension if detected is not None else "png"
+                mime = detected.mime_type if detected is not None else "application/octet-stream"
+                form.add_field("image", data, filename=f"{name}.{ext}", content_type=mime)
+            else:
+                form.add_field(name, str(value))
+        answer = await client.call("POST", "/images/edits", form=form)
+        return await self._image_items(answer.json())
+
+    async def _image_items(self, document: Any) -> list[RenderedFile]:
+        items = document.get("data") if isinstance(document, dict) else None
+        if not isinstance(items, list) or not items:
+            raise UpstreamFailed("upstream_error", "the provider's answer has no images (`data` is empty)")
+        files = []
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("b64_json"), str):
+                try:
+                    data = base64.b64decode(item["b64_json"], validate=True)
+                except (binascii.Error, ValueError) as exc:
+                    raise UpstreamFailed("upstream_error", "the provider's b64_json is not base64") from exc
+                files.append(await self._as_file(data))
+            elif isinstance(item, dict) and isinstance(item.get("url"), str):
+                files.append(await self._download(item["url"]))
+            else:
+                raise UpstreamFailed("upstream_error", "an image in the provider's answer has neither b64_json nor url")
+        return files
+
+    async def _openai_speech(self, client: ProviderClient, task: TaskRow) -> list[RenderedFile]:
+        params = task.input
+        body: dict[str, Any] = {
+            "model": client.upstream.model,
+            "input": params.get("text", ""),
+            "voice": params.get("voice", client.upstream.voice or "alloy"),
+            "response_format": params.get("format", "mp3"),
+        }
+        if "speed" in params:
+            body["speed"] = params["speed"]
+        answer = await client.call("POST", "/audio/speech", json=body)
+        return [await self._as_file(answer.body)]
+
+    # -- submit and poll ----------------------------------------------------------------------------------
+
+    async def _provider_input(self, upstream: MediaUpstream, task: TaskRow) -> dict[str, Any]:
+        """The task's input with each `asset://` in an asset field replaced by the provider's own reference."""
+        out = dict(task.input)
+        for field in upstream.asset_fields:
+            value = out.get(field)
+            if isinstance(value, str) and is_asset_ref(value):
+                try:
+                    record = await resolve_asset_ref(
+                        self._engine, task.team_id, value, field=field, kinds=_kinds(field)
+                    )
+                except InvalidParameters as exc:  # deleted or failed since the task was created
+                    raise UpstreamFailed("input_unavailable", str(exc)) from exc
+                if record.upstream_id is None:
+                    raise UpstreamFailed("input_unavailable", f"{field}: asset {record.id!r} has no provider reference")
+                out[field] = upstream.asset_ref_format.format(upstream_id=record.upstream_id, asset_id=record.id)
+        return out
+
+    async def _submit_poll(self, client: ProviderClient, task: TaskRow) -> list[RenderedFile]:
+        upstream = client.upstream
+        provider_input = await self._provider_input(upstream, task)
+        payload: dict[str, Any] = dict(upstream.extra_body)
+        if upstream.input_field:
+            payload[upstream.input_field] = provider_input
+        else:
+            payload.update(provider_input)
+        document = (await client.call("POST", upstream.submit_path, json=payload)).json()
+        job_id = _search(upstream.id_path, document)
+        if not isinstance(job_id, (str, int)) or str(job_id) == "":
+            raise UpstreamFailed("upstream_error", f"the provider's submit answer has no id at {upstream.id_path!r}")
+        job = str(job_id)
+        log.info("task %s: provider %s job %s submitted", task.id, upstream.name, job)
+        delay = upstream.poll_initial_seconds
+        while True:
+            status = _search(upstream.status_field, document)
+            if status in upstream.success_values:
+                break
+            if status in upstream.failure_values:
+                reason = _search(upstream.error_path, document) if upstream.error_path else None
+                detail = f": {str(reason)[:300]}" if reason else ""
+                raise UpstreamFailed("upstream_failed", f"provider {upstream.name} reports the job {status}{detail}")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, upstream.poll_max_seconds)
+            document = (await client.call("GET", upstream.status_path.replace("{id}", job))).json()
+        if upstream.result_path is not None:
+            document = (await client.call("GET", upstream.result_path.replace("{id}", job))).json()
+        found = _search(upstream.output_path, document)
+        urls = [found] if isinstance(found, str) else found if isinstance(found, list) else []
+        urls = [u for u in urls if isinstance(u, str) and u]
+        if not urls:
+            raise UpstreamFailed(
+                "upstream_error", f"the provider's answer has no output URL at {upstream.output_path!r}"
+            )
+        return [await self._download(url) for url in urls]
+
+    # -- outputs ------------------------------------------------------------------------------------------
+
+    async def _download(self, url: str) -> RenderedFile:
+        try:
+            fetched = await self._fetcher.fetch_to_file(
+                url, max_bytes=MAX_OUTPUT_BYTES, time_limit=OUTPUT_FETCH_SECONDS
+            )
+        except FetchError as exc:
+            raise UpstreamFailed(
+                "output_refused", f"the provider's output URL could not be fetched: {exc.detail}"
+            ) from exc
+        with fetched:
+            data = await asyncio.to_thread(fetched.path.read_bytes)
+        return await self._as_file(data)
+
+    async def _as_file(self, data: bytes) -> RenderedFile:
+        detected = detect_media(data[:SNIFF_BYTES])
+        if detected is None:
+            raise UpstreamFailed(
+                "upstream_error", "the provider's output is not an image, video or audio file we accept"
+            )
+        width, height = await asyncio.to_thread(_dimensions, detected.type, data)
+        return RenderedFile(
+            data=data,
+            mime_type=detected.mime_type,
+            format=detected.extension,
+            type=detected.type,
+            width=width,
+            height=height,
+        )
+
+
+def _dimensions(kind: str, data: bytes) -> tuple[int, int]:
+    """Width and height from the file's header (audio: 0 and 0)."""
+    try:
+        if kind == "image":
+            with Image.open(io.BytesIO(data)) as image:
+                return image.width, image.height
+        if kind == "video":
+            with av.open(io.BytesIO(data), "r") as container:
+                stream = container.streams.video[0]
+                return stream.codec_context.width, stream.codec_context.height
+    except (UnidentifiedImageError, OSError, av.error.FFmpegError, IndexError) as exc:
+        raise UpstreamFailed("upstream_error", f"the provider's {kind} output cannot be read") from exc
+    return 0, 0
