@@ -37,6 +37,7 @@ from modelport.queue import build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
 from modelport.services import Services
 from modelport.settings import Settings
+from modelport.upstreams.health import DEPLOYMENT_HEALTH
 from modelport.upstreams.pool import UPSTREAMS, UpstreamPool
 
 log = logging.getLogger("modelport.services")
@@ -111,7 +112,9 @@ def build_services(
     pool = services.add(UPSTREAMS, UpstreamPool())
     log_sink = RequestLogSink(log_writer, max_payload_bytes=settings.log_payload_max_bytes)
     metering = services.add(METERING, Metering(settings, db, services.limiters, credit, log_sink=log_sink))
-    caller = UpstreamCaller(pool, DeploymentRouter())
+    router = DeploymentRouter()
+    services.add(DEPLOYMENT_HEALTH, router)  # the operator console reads this process's cooldowns
+    caller = UpstreamCaller(pool, router)
     services.add(TEXT_GATEWAY, TextGateway(services.catalog, caller, metering, OwnMedia(files, public_url)))
     services.add(READINESS, ReadinessChecker(services))
     return services

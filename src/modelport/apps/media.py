@@ -13,6 +13,7 @@ from modelport.apps import admin
 from modelport.apps.assemble import build_services
 from modelport.apps.factory import base_app, finish_app
 from modelport.apps.text import create_text_app
+from modelport.console.admin import ROUTERS as ADMIN_ROUTERS
 from modelport.console.app import mount_console
 from modelport.errors import NotFound
 from modelport.media import utility
@@ -31,7 +32,9 @@ def create_media_app(services: Services | None = None, settings: Settings | None
     services = services or build_services(settings or load_settings())
     # A browser opening the media host's URL lands in the console; API clients keep the JSON answer.
     app = base_app(services, host="media", title="modelport media host", browser_home="/console/")
-    mount_console(app, services)  # before the tasks' `/{provider}/{model}` routes, which would take /console/x
+    mount_console(
+        app, services, ADMIN_ROUTERS
+    )  # before the tasks' `/{provider}/{model}` routes, which would take /console/x
     app.include_router(reference_router(_text_document(services)))  # /docs, likewise
     # Tasks last: their `POST /{provider}/{model}` must not shadow the fixed routes before them.
     for router in (

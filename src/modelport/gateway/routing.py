@@ -14,10 +14,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from modelport.catalog_spec import Deployment, TextModel
+from modelport.clock import now_ms
 from modelport.metrics import DEPLOYMENT_COOLDOWN_UNTIL, DEPLOYMENT_COOLDOWNS, deployment_labels
+from modelport.upstreams.health import RECENT_ERRORS, DeploymentError, DeploymentHealth
 
 DEFAULT_COOLDOWN_SECONDS = 30.0
 FAILURES_BEFORE_COOLDOWN = 3
@@ -34,6 +37,8 @@ class DeploymentRouter:
         self._cooldown_seconds = cooldown_seconds
         self._cooling_until: dict[str, float] = {}
         self._failures: dict[str, int] = {}
+        # The last few failures per deployment, for the operator console (kept after a recovery).
+        self._errors: dict[str, deque[DeploymentError]] = {}
         self._rotation = itertools.count()
 
     def plan(self, model: TextModel, session: str | None) -> list[Candidate]:
@@ -57,12 +62,16 @@ class DeploymentRouter:
         waits = [self._cooling_until.get(c.key, 0.0) - now for c in candidates]
         return max(1, int(min(waits, default=1.0) + 0.999))
 
-    def fail(self, candidate: Candidate, *, rate_limited: bool, retry_after: float | None = None) -> None:
+    def fail(
+        self, candidate: Candidate, *, rate_limited: bool, retry_after: float | None = None, error: str = ""
+    ) -> None:
         """Record a failure. An upstream 429 cools the deployment at once (for its Retry-After if given);
         other failures (5xx, connection errors) only after `FAILURES_BEFORE_COOLDOWN` in a row, so one
         transient error does not take a single-deployment model offline."""
         failures = self._failures.get(candidate.key, 0) + 1
         self._failures[candidate.key] = failures
+        recent = self._errors.setdefault(candidate.key, deque(maxlen=RECENT_ERRORS))
+        recent.appendleft(DeploymentError(now_ms(), error[:300] or ("rate limited" if rate_limited else "failed")))
         if not rate_limited and failures < FAILURES_BEFORE_COOLDOWN:
             return
         seconds = min(retry_after if retry_after and retry_after > 0 else self._cooldown_seconds, 600.0)
@@ -76,6 +85,19 @@ class DeploymentRouter:
             self._failures.pop(candidate.key, None)
         if self._cooling_until and self._cooling_until.pop(candidate.key, None) is not None:
             DEPLOYMENT_COOLDOWN_UNTIL.labels(*deployment_labels(candidate.key)).set(0)
+
+    def health(self) -> dict[str, DeploymentHealth]:
+        now = time.monotonic()
+        keys = set(self._failures) | set(self._cooling_until) | set(self._errors)
+        return {
+            key: DeploymentHealth(
+                key=key,
+                consecutive_failures=self._failures.get(key, 0),
+                cooling_seconds=max(0.0, self._cooling_until.get(key, 0.0) - now),
+                recent_errors=tuple(self._errors.get(key, ())),
+            )
+            for key in keys
+        }
 
 
 def _rank(session: str, key: str) -> int:

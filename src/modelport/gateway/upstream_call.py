@@ -85,11 +85,11 @@ class UpstreamCaller:
             sent = time.perf_counter()
             try:
                 reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream)
-            except UpstreamUnreachable:
+            except UpstreamUnreachable as exc:
                 UPSTREAM_REQUESTS.labels(*labels, "0").inc()
                 UPSTREAM_ERRORS.labels(*labels, "unreachable").inc()
                 ctx.upstream_waited += time.perf_counter() - sent
-                self.router.fail(candidate, rate_limited=False)
+                self.router.fail(candidate, rate_limited=False, error=f"unreachable: {exc}")
                 last_status = None
                 continue
             UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
@@ -105,7 +105,12 @@ class UpstreamCaller:
             ctx.upstream_waited += waited
             UPSTREAM_DURATION.labels(*labels).observe(waited)
             if is_retryable(reply.status) or is_deployment_fault(reply.status, payload):
-                self.router.fail(candidate, rate_limited=reply.status == 429, retry_after=_retry_after(reply))
+                self.router.fail(
+                    candidate,
+                    rate_limited=reply.status == 429,
+                    retry_after=_retry_after(reply),
+                    error=f"HTTP {reply.status}: {payload[:200].decode('utf-8', 'replace')}",
+                )
                 last_status = reply.status
                 continue
             raise client_error_for(reply.status, payload)

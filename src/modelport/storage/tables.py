@@ -122,6 +122,8 @@ request_logs = Table(
     # The console's filters by model and by status, newest first.
     Index("ix_request_logs_team_model_created_id", "team_id", "model_name", "created_at_ms", "id"),
     Index("ix_request_logs_team_status_created_id", "team_id", "status", "created_at_ms", "id"),
+    # The operator console lists every team's rows newest first.
+    Index("ix_request_logs_created_id", "created_at_ms", "id"),
 )
 
 # Text request usage per team, UTC day (created_at_ms // 86_400_000), key ('' unknown) and model. Kept in
@@ -224,6 +226,7 @@ media_tasks = Table(
     Index("ix_media_tasks_team_created", "team_id", "created_at_ms"),
     Index("ix_media_tasks_team_status", "team_id", "status"),
     Index("ix_media_tasks_status_lease", "status", "lease_until_ms"),
+    Index("ix_media_tasks_created_id", "created_at_ms", "id"),  # the operator console's task list
 )
 
 webhook_secrets = Table(

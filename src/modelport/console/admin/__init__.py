@@ -1,0 +1,13 @@
+"""The operator console (`/console/admin/`): teams, keys, the catalog, upstreams, every log and task, the queue.
+
+Signed in with MODELPORT_ADMIN_TOKEN (console/signin.py); absent (404) without one. Every change goes
+through `billing.operator.Operator`, the service the admin API and CLI call.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from modelport.console.admin import activity, catalog, teams, upstreams
+
+ROUTERS: tuple[APIRouter, ...] = (teams.router, catalog.router, upstreams.router, activity.router)

@@ -1,0 +1,143 @@
+"""Models and prices: the catalog as stored, and edits through the same service as `PUT /admin/v1/models`.
+
+An entry is edited as its JSON spec (the admin API's body). Deployment header values can carry
+credentials, so the editor never shows them: each is replaced by `MASK`, and a value still equal to
+`MASK` on save keeps what the same deployment (by name, else by position) had for that header.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from starlette.requests import Request
+from starlette.responses import Response
+
+from modelport.catalog_spec import MediaModel, TextModel
+from modelport.console.admin.common import back, flash, form_fields, operator, page
+from modelport.console.deps import require_operator
+from modelport.errors import InvalidParameters, NotFound, ServiceError
+
+router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
+
+MASK = "••••••"
+_NEW_TEXT: dict[str, Any] = {
+    "display_name": "",
+    "prices": {"input": "0", "output": "0"},
+    "deployments": [{"kind": "openai_compatible", "base_url": "https://example.invalid/v1", "model": "name"}],
+}
+_NEW_MEDIA: dict[str, Any] = {"type": "text-to-image", "description": "", "docs_url": "", "price_usd": "0"}
+
+
+def _masked(spec: dict[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = json.loads(json.dumps(spec))
+    for deployment in shown.get("deployments") or []:
+        if isinstance(deployment, dict) and isinstance(deployment.get("headers"), dict):
+            deployment["headers"] = {name: MASK for name in deployment["headers"]}
+    return shown
+
+
+def _unmask(spec: dict[str, Any], stored: TextModel | MediaModel | None) -> dict[str, Any]:
+    if not isinstance(stored, TextModel):
+        return spec
+    by_name = {d.name: d for d in stored.deployments if d.name}
+    for i, deployment in enumerate(spec.get("deployments") or []):
+        if not isinstance(deployment, dict) or not isinstance(deployment.get("headers"), dict):
+            continue
+        before = by_name.get(deployment.get("name") or "") or (
+            stored.deployments[i] if i < len(stored.deployments) else None
+        )
+        for name, value in deployment["headers"].items():
+            if value == MASK:
+                if before is None or name not in before.headers:
+                    raise InvalidParameters(f"header {name!r} of deployment {i + 1} has no stored value to keep")
+                deployment["headers"][name] = before.headers[name]
+    return spec
+
+
+async def _find(request: Request, slug: str) -> TextModel | MediaModel | None:
+    snapshot = await operator(request).models()
+    if slug in snapshot.text:
+        return snapshot.text[slug]
+    return next((m for m in snapshot.media if m.slug == slug), None)
+
+
+@router.get("/models")
+async def models_page(request: Request) -> Response:
+    snapshot = await operator(request).models()
+    context = {
+        "title": "Models and prices",
+        "active": "models",
+        "text_models": sorted(snapshot.text.values(), key=lambda m: m.id),
+        "media_models": snapshot.media,
+    }
+    return page(request, "admin/models.html", context)
+
+
+@router.get("/models/edit")
+async def edit_page(request: Request) -> Response:
+    slug = request.query_params.get("slug", "")
+    kind = request.query_params.get("kind", "text")
+    entry = await _find(request, slug) if slug else None
+    if slug and entry is None:
+        raise NotFound(f"no model {slug!r}")
+    if entry is not None:
+        kind = "text" if isinstance(entry, TextModel) else "media"
+        spec = _masked(entry.model_dump(mode="json", exclude={"id", "slug"}))
+    else:
+        spec = (
+            _NEW_TEXT
+            if kind == "text"
+            else {"type": "text-to-image", "description": "", "docs_url": "", "price_usd": "0", "active": False}
+        )
+    context = {
+        "title": f"Edit {slug}" if slug else "Add a model",
+        "active": "models",
+        "slug": slug,
+        "kind": kind,
+        "spec": json.dumps(spec, indent=2, ensure_ascii=False),
+        "mask": MASK,
+        "error": None,
+    }
+    return page(request, "admin/model_edit.html", context)
+
+
+@router.post("/models")
+async def save_model(request: Request) -> Response:
+    fields = await form_fields(request)
+    slug, kind, raw = fields.get("slug", ""), fields.get("kind", ""), fields.get("spec", "")
+    try:
+        spec = json.loads(raw)
+        if not isinstance(spec, dict):
+            raise InvalidParameters("the spec must be a JSON object")
+        if kind not in ("text", "media"):
+            raise InvalidParameters("kind must be text or media")
+        spec = _unmask(spec, await _find(request, slug))
+        await operator(request).put_model(kind, slug, spec)
+    except (ValueError, ServiceError) as exc:
+        message = exc.detail if isinstance(exc, ServiceError) else f"not valid JSON: {exc}"
+        context = {
+            "title": f"Edit {slug}" if slug else "Add a model",
+            "active": "models",
+            "slug": slug,
+            "kind": kind,
+            "spec": raw,
+            "mask": MASK,
+            "error": message,
+        }
+        return page(request, "admin/model_edit.html", context, status=400)
+    flash(request, f"Saved {slug}; every process uses it within the catalog refresh interval.")
+    return back(request, "/admin/models")
+
+
+@router.post("/models/delete")
+async def delete_model(request: Request) -> Response:
+    slug = (await form_fields(request)).get("slug", "")
+    try:
+        await operator(request).delete_model(slug)
+    except ServiceError as exc:
+        flash(request, exc.detail or exc.category, error=True)
+    else:
+        flash(request, f"Deleted {slug}.")
+    return back(request, "/admin/models")

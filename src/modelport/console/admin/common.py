@@ -1,0 +1,48 @@
+"""What every operator page shares: its navigation, flash messages, redirects, the operator service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse
+
+from modelport.billing.operator import Operator
+from modelport.console.templating import console_root, render
+from modelport.web.deps import get_services
+
+# (console path, label, the `active` key a page sets)
+ADMIN_NAV = (
+    ("/admin/", "Teams", "teams"),
+    ("/admin/models", "Models and prices", "models"),
+    ("/admin/upstreams", "Upstreams", "upstreams"),
+    ("/admin/logs", "Request logs", "logs"),
+    ("/admin/tasks", "Tasks", "tasks"),
+    ("/admin/queue", "Queue and workers", "queue"),
+)
+_FLASH = "flash"
+
+
+def operator(request: Request) -> Operator:
+    """The one service every operator action goes through (the admin API and CLI call it too)."""
+    return Operator.for_services(get_services(request))
+
+
+def flash(request: Request, text: str, *, error: bool = False) -> None:
+    """A message for the next page this session loads (after a POST's redirect)."""
+    request.session[_FLASH] = {"kind": "error" if error else "notice", "text": text}
+
+
+def page(request: Request, template: str, context: dict[str, Any], *, status: int = 200) -> HTMLResponse:
+    shown = request.session.pop(_FLASH, None)
+    values = {"admin_nav": ADMIN_NAV, "flash": shown if isinstance(shown, dict) else None, **context}
+    return render(request, template, values, status=status)
+
+
+def back(request: Request, path: str) -> RedirectResponse:
+    return RedirectResponse(console_root(request) + path, status_code=303)
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    form = await request.form()
+    return {k: v.strip() for k, v in form.items() if isinstance(v, str)}

@@ -1,0 +1,140 @@
+"""Teams: the list, creating one, and a team's page (top-up with a note, tier, flags, suspension, keys, ledger)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from starlette.requests import Request
+from starlette.responses import Response
+
+from modelport.billing.topups import tier_rank
+from modelport.console.admin.common import back, flash, form_fields, operator, page
+from modelport.console.deps import require_operator
+from modelport.errors import ServiceError
+from modelport.money import display_usd
+from modelport.web.deps import get_services
+
+router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
+
+LEDGER_PAGE = 50
+
+
+@router.get("/")
+async def teams_page(request: Request) -> Response:
+    teams = await operator(request).list_teams()
+    context = {
+        "title": "Teams",
+        "active": "teams",
+        "teams": teams,
+        "total_balance": sum(t.balance_micros for t in teams),
+        "total_frozen": sum(t.frozen_micros for t in teams),
+        "suspended": sum(1 for t in teams if t.suspended),
+        "first_tier": get_services(request).settings.tiers[0].name,
+    }
+    return page(request, "admin/teams.html", context)
+
+
+@router.post("/teams")
+async def create_team(request: Request) -> Response:
+    name = (await form_fields(request)).get("name", "")
+    try:
+        team = await operator(request).create_team(name)
+    except ServiceError as exc:
+        flash(request, exc.detail or exc.category, error=True)
+        return back(request, "/admin/")
+    flash(request, f"Created team {team.name}.")
+    return back(request, f"/admin/teams/{team.id}")
+
+
+async def _team_page(request: Request, team_ref: str, *, new_key: str | None = None) -> Response:
+    op = operator(request)
+    team = await op.team(team_ref)
+    raw_before = request.query_params.get("before_id", "")
+    before_id = int(raw_before) if raw_before.isdigit() else None
+    tiers = get_services(request).settings.tiers
+    rank = tier_rank(tiers, team.tier)
+    context = {
+        "title": f"Team {team.name}",
+        "active": "teams",
+        "team": team,
+        "keys": await op.list_keys(team.id),
+        "ledger": await op.ledger(team.id, limit=LEDGER_PAGE, before_id=before_id),
+        "ledger_page": LEDGER_PAGE,
+        "before_id": before_id,
+        "tiers": tiers,
+        "next_tier": tiers[rank + 1] if rank + 1 < len(tiers) else None,
+        "new_key": new_key,
+    }
+    return page(request, "admin/team.html", context)
+
+
+@router.get("/teams/{team_ref}")
+async def team_page(request: Request, team_ref: str) -> Response:
+    return await _team_page(request, team_ref)
+
+
+@router.post("/teams/{team_id}/topup")
+async def topup(request: Request, team_id: str) -> Response:
+    fields = await form_fields(request)
+    try:
+        result = await operator(request).topup(team_id, fields.get("amount_usd", ""), note=fields.get("note") or None)
+    except ServiceError as exc:
+        flash(request, f"Top-up refused: {exc.detail or exc.category}", error=True)
+    else:
+        moved = f"; tier is now {result.team.tier}" if result.tier_changed else ""
+        flash(request, f"Added ${display_usd(result.amount_micros)} to {result.team.name}{moved}.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
+@router.post("/teams/{team_id}/tier")
+async def set_tier(request: Request, team_id: str) -> Response:
+    tier = (await form_fields(request)).get("tier", "")
+    try:
+        team = await operator(request).set_tier(team_id, tier)
+    except ServiceError as exc:
+        flash(request, exc.detail or exc.category, error=True)
+    else:
+        flash(request, f"{team.name} is now on tier {team.tier}.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
+@router.post("/teams/{team_id}/flags")
+async def set_flags(request: Request, team_id: str) -> Response:
+    fields = await form_fields(request)
+    team = await operator(request).set_flags(
+        team_id, asset_service=fields.get("asset_service") == "on", log_retention=fields.get("log_retention") == "on"
+    )
+    flash(request, f"Saved the flags of {team.name}.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
+@router.post("/teams/{team_id}/suspend")
+async def suspend(request: Request, team_id: str) -> Response:
+    team = await operator(request).suspend(team_id)
+    flash(request, f"Suspended {team.name}: its keys are refused until you lift the suspension.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
+@router.post("/teams/{team_id}/unsuspend")
+async def unsuspend(request: Request, team_id: str) -> Response:
+    team = await operator(request).unsuspend(team_id)
+    flash(request, f"Lifted the suspension of {team.name}.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
+@router.post("/teams/{team_id}/keys")
+async def create_key(request: Request, team_id: str) -> Response:
+    name = (await form_fields(request)).get("name") or None
+    try:
+        created = await operator(request).create_key(team_id, name=name)
+    except ServiceError as exc:
+        flash(request, exc.detail or exc.category, error=True)
+        return back(request, f"/admin/teams/{team_id}")
+    # Shown in this answer only (never put in the session cookie, which is signed but readable).
+    return await _team_page(request, team_id, new_key=created.key)
+
+
+@router.post("/keys/{key_id}/revoke")
+async def revoke_key(request: Request, key_id: str) -> Response:
+    record = await operator(request).revoke_key(key_id)
+    flash(request, f"Revoked key {record.prefix}….")
+    return back(request, f"/admin/teams/{record.team_id}")

@@ -1,0 +1,81 @@
+"""Upstream deployments with their health: this process's cooldowns and failures, and recent error logs.
+
+Cooldowns are kept per process (gateway/routing.py), so the page shows what the process that served it
+knows; the recent errors below come from the shared request log. Credentials never appear: a deployment's
+key lives in an environment variable (its name is shown, and whether this process has it), header values
+and anything in a URL's userinfo or query are masked.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from fastapi import APIRouter, Depends
+from starlette.requests import Request
+from starlette.responses import Response
+
+from modelport.catalog_spec import Deployment
+from modelport.console.admin.common import operator, page
+from modelport.console.admin.queries import LogFilter, list_logs
+from modelport.console.deps import require_operator
+from modelport.upstreams.health import DEPLOYMENT_HEALTH, DeploymentHealth
+from modelport.web.deps import get_services
+
+router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
+
+MASK = "••••••"
+
+
+def masked_url(url: str | None) -> str:
+    if not url:
+        return "-"
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
+    query = "&".join(f"{p.split('=', 1)[0]}={MASK}" for p in parts.query.split("&") if p) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    model_id: str
+    index: int
+    deployment: Deployment
+    url: str
+    key_env_set: bool | None  # None: the deployment names no key variable
+    headers: list[str]
+    health: DeploymentHealth | None
+
+
+@router.get("/upstreams")
+async def upstreams_page(request: Request) -> Response:
+    services = get_services(request)
+    snapshot = await operator(request).models()
+    health = services[DEPLOYMENT_HEALTH].health()
+    rows = [
+        Row(
+            model.id,
+            i,
+            d,
+            masked_url(d.base_url),
+            None if not d.api_key_env else bool(os.environ.get(d.api_key_env)),
+            sorted(d.headers),
+            health.get(f"{model.id}#{i}"),
+        )
+        for model in sorted(snapshot.text.values(), key=lambda m: m.id)
+        for i, d in enumerate(model.deployments)
+    ]
+    errors = await list_logs(services.db, LogFilter(status="error"), None)
+    context = {
+        "title": "Upstream deployments",
+        "active": "upstreams",
+        "rows": rows,
+        "cooling": sum(1 for r in rows if r.health is not None and r.health.cooling_seconds > 0),
+        "recent_errors": errors.rows[:20],
+        "mask": MASK,
+        "pid": os.getpid(),
+    }
+    return page(request, "admin/upstreams.html", context)

@@ -1,0 +1,37 @@
+"""What a process knows of its upstream deployments' health, for the operator console.
+
+The text gateway's router keeps it (cooldowns and failures are per process, see gateway/routing.py);
+features above the gateway's layer read it through `DEPLOYMENT_HEALTH` without importing the gateway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from modelport.services import ServiceKey
+
+RECENT_ERRORS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentError:
+    at_ms: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentHealth:
+    key: str  # `<model id>#<index in the model's deployments>`
+    consecutive_failures: int
+    cooling_seconds: float  # 0 when the deployment is in rotation
+    recent_errors: tuple[DeploymentError, ...]  # newest first, at most RECENT_ERRORS
+
+
+class HealthSource(Protocol):
+    def health(self) -> dict[str, DeploymentHealth]:
+        """Deployments with something to report (failures, a cooldown or recent errors), by key."""
+        ...
+
+
+DEPLOYMENT_HEALTH: ServiceKey[HealthSource] = ServiceKey("deployment_health")
