@@ -1,7 +1,7 @@
 """operator list indexes: every team's request logs and media tasks, newest first
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-11-23 17:20:00
 
 The operator console pages through all teams' rows by (created_at_ms, id); without these indexes each
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
