@@ -1,4 +1,7 @@
-"""A local fake of the vendorA asset API (see docs/api/assets.md, "vendorA upstream"), run in the test's loop.
+"""A local fake of the vendorA asset API (see docs/api/assets.md, "vendorA upstream"), run in the test's loop,
+and of its video generation API (`POST /v1/videos` → `{"id", "status": "Queued"}`, `GET /v1/videos/{id}` →
+`Running`, then `Succeeded` with `video.url`, or `Failed` with `error` when the prompt says `fail`;
+the video itself at `GET /files/{name}`, set with `video_bytes`).
 
 Behaviour is set per test through attributes: `fail_next` answers that many calls with 503 first,
 `delay` stalls every answer, `reject` answers uploads with 422, `status_after_polls` decides when a
@@ -36,6 +39,8 @@ class FakeVendorA:
         self.fail_assets = False
         self.status_after_polls = 1
         self.port = 0
+        self.video_bytes = b""
+        self.videos: dict[str, dict[str, object]] = {}  # job id -> the body it was submitted with
         self._runner: web.AppRunner | None = None
 
     @property
@@ -47,6 +52,9 @@ class FakeVendorA:
         app.router.add_post("/v1/assets", self._create)
         app.router.add_get("/v1/assets/{id}", self._get)
         app.router.add_delete("/v1/assets/{id}", self._delete)
+        app.router.add_post("/v1/videos", self._video_create)
+        app.router.add_get("/v1/videos/{id}", self._video_get)
+        app.router.add_get("/files/{name}", self._file)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -113,3 +121,31 @@ class FakeVendorA:
             return refused
         self.assets.pop(request.match_info["id"], None)
         return web.Response(status=204)
+
+    async def _video_create(self, request: web.Request) -> web.Response:
+        if (refused := await self._gate(request)) is not None:
+            return refused
+        body = await request.json()
+        job = "vid-" + secrets.token_hex(6)
+        self.videos[job] = {**body, "_polls": 0}
+        return web.json_response({"id": job, "status": "Queued"}, status=201)
+
+    async def _video_get(self, request: web.Request) -> web.Response:
+        if (refused := await self._gate(request)) is not None:
+            return refused
+        job = self.videos.get(request.match_info["id"])
+        if job is None:
+            return web.json_response({"error": {"message": "no such video"}}, status=404)
+        polls = int(str(job["_polls"])) + 1
+        job["_polls"] = polls
+        if polls < 2:
+            return web.json_response({"id": request.match_info["id"], "status": "Running"})
+        if "fail" in str(job.get("prompt", "")):
+            return web.json_response(
+                {"id": request.match_info["id"], "status": "Failed", "error": "blocked by moderation"}
+            )
+        url = f"{self.base_url}/files/{request.match_info['id']}.mp4"
+        return web.json_response({"id": request.match_info["id"], "status": "Succeeded", "video": {"url": url}})
+
+    async def _file(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.video_bytes, content_type="video/mp4")

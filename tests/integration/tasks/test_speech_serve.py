@@ -147,3 +147,13 @@ def test_nothing_to_say_fails_and_refunds(server: RunningServer, team: Team) -> 
     task = wait_ended(server.media_url, team, [task_id], timeout=120)[task_id]
     assert task["status"] == "failed" and task["error"]["code"] == "invalid_input", task
     assert available(server, team) == before
+
+
+def test_openapi_document_links_each_embedded_models_page(server: RunningServer) -> None:
+    document = httpx.get(server.media_url + "/openapi.json").json()
+    create = document["paths"]["/{provider}/{model}"]["post"]
+    assert create["externalDocs"]["url"] == "/docs"
+    for slug in ("sketch-image", "style-transfer", "slideshow-video", "style-video", "piper-speech"):
+        link = f"/docs/models/local/{slug}"
+        assert f"]({link})" in create["description"]
+        assert httpx.get(server.media_url + link).status_code == 200

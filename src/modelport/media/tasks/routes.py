@@ -28,6 +28,17 @@ MAX_BODY_BYTES = 256 * 1024
 _OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 
 _CREATE_DOC: dict[str, Any] = {
+    "description": (
+        "Creates an asynchronous task on the model `{provider}/{model}`; the body is the model's input. Each model"
+        " documents its input (fields, limits), price and example requests on its page"
+        " `/docs/models/{provider}/{model}`, the `docs_url` of its `GET /api/v1/models` entry. The embedded"
+        " models: [local/sketch-image](/docs/models/local/sketch-image),"
+        " [local/style-transfer](/docs/models/local/style-transfer),"
+        " [local/slideshow-video](/docs/models/local/slideshow-video),"
+        " [local/style-video](/docs/models/local/style-video),"
+        " [local/piper-speech](/docs/models/local/piper-speech) (listed with `?type=text-to-speech`)."
+    ),
+    "externalDocs": {"description": "Every published model's page", "url": "/docs"},
     "requestBody": {
         "required": True,
         "content": {"application/json": {"schema": {"type": "object", "description": "The model's input"}}},
