@@ -217,6 +217,25 @@ class ConsoleSettings(BaseModel):
     secure_cookie: bool | None = None
 
 
+class TracingSettings(BaseModel):
+    """OpenTelemetry tracing (`pip install modelport[otel]`), off by default. The OTLP exporter reads the
+    standard `OTEL_EXPORTER_OTLP_*` variables (endpoint, headers)."""
+
+    enabled: bool = False
+    # otlp: OTLP/HTTP to a collector (batched); console: stderr; file: JSON lines in `file` (debugging, tests).
+    exporter: Literal["otlp", "console", "file"] = "otlp"
+    file: Path | None = None
+    service_name: str = "modelport"
+    # Share of new traces recorded; a client's sampled flag is followed (parent-based sampling).
+    sample_ratio: float = Field(default=1.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _file_needs_a_path(self) -> TracingSettings:
+        if self.enabled and self.exporter == "file" and self.file is None:
+            raise ValueError("tracing.exporter = file needs tracing.file (MODELPORT_TRACING__FILE)")
+        return self
+
+
 class TierSettings(BaseModel):
     """One rung of the tier ladder. A single top-up of at least `qualifying_topup_usd` moves a team here."""
 
@@ -308,6 +327,7 @@ class Settings(BaseSettings):
     tasks: TasksSettings = Field(default_factory=TasksSettings)
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -11,7 +11,7 @@ import logging
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport import metrics
+from modelport import metrics, tracing
 from modelport.apps.health import READINESS, ReadinessChecker
 from modelport.billing.credit import CREDIT, CreditBook
 from modelport.billing.settlement import SETTLEMENTS, SettlementWriter
@@ -35,12 +35,13 @@ from modelport.media.webhooks.sender import WebhookSender
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
-from modelport.services import Services
+from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
 from modelport.upstreams.health import DEPLOYMENT_HEALTH
 from modelport.upstreams.pool import UPSTREAMS, UpstreamPool
 
 log = logging.getLogger("modelport.services")
+TRACING: ServiceKey[tracing.Tracing] = ServiceKey("tracing")
 
 
 def build_services(
@@ -50,6 +51,9 @@ def build_services(
     # Metrics are recorded only where something serves them (`serve`'s and `worker`'s /metrics).
     metrics.enable(settings.metrics_port is not None)
     services = Services(settings, engine=engine)
+    traces = tracing.setup(settings.tracing)  # imports opentelemetry only when enabled
+    if traces is not None:
+        services.add(TRACING, traces)  # added first, closed last: flushes the spans of the others' shutdown
     db, public_url = services.db, settings.effective_public_media_url
 
     # Money and logs: written off the hot path in batches, drained last.

@@ -16,6 +16,7 @@ from modelport.web.door import RefuseNulBytes
 from modelport.web.envelope import JSONBytesResponse
 from modelport.web.errors import ErrorShape, Host, install_error_handlers
 from modelport.web.http_metrics import HttpMetrics
+from modelport.web.http_tracing import HttpTracing
 from modelport.web.openapi import install_openapi
 from modelport.web.request_id import RequestIdMiddleware
 
@@ -94,6 +95,8 @@ def finish_app(
     app.add_middleware(RefuseNulBytes, host=host)
     app.add_middleware(RequestIdMiddleware, host=host)
     services: Services = app.state.services
+    if services.settings.tracing.enabled:
+        app.add_middleware(HttpTracing, host=host, fixed=fixed_routes)
     if services.settings.metrics_port is not None:
         app.add_middleware(HttpMetrics, host=host, fixed=fixed_routes)  # outermost: times everything
     return app

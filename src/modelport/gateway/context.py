@@ -40,6 +40,9 @@ class RequestContext:
     arrived: float = 0.0
     upstream_sent: float = 0.0
     upstream_waited: float = 0.0
+    # Tracing (None when off): the request span's context, and the answered upstream attempt's span.
+    trace: Any = None
+    upstream_span: Any = None
 
 
 @dataclass(slots=True)

@@ -16,6 +16,7 @@ import orjson
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
+from modelport import tracing
 from modelport.accounts.auth import AuthContext
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import TextModel
@@ -34,6 +35,7 @@ from modelport.gateway.relay import fast_body, fast_stream, translated_body, tra
 from modelport.gateway.upstream_call import UpstreamCaller
 from modelport.protocols import CODECS, get_codec
 from modelport.services import ServiceKey
+from modelport.tracing import TRACEPARENT, TRACESTATE
 from modelport.upstreams.transport import UpstreamReply
 from modelport.web.deps import text_auth
 
@@ -41,8 +43,10 @@ T = TypeVar("T")
 
 # Inline media may be 16 MB (about 21.4 MB as base64) and a conversation carries more than one part.
 MAX_BODY_BYTES = 64 * 1024 * 1024
-# Client headers some upstream protocol needs (each codec names its own).
-FORWARDED_HEADERS = tuple(dict.fromkeys(h for codec in CODECS.values() for h in codec.forwarded_headers))
+# Client headers some upstream protocol needs (each codec names its own), and the W3C trace context.
+FORWARDED_HEADERS = tuple(
+    dict.fromkeys([*(h for codec in CODECS.values() for h in codec.forwarded_headers), TRACEPARENT, TRACESTATE])
+)
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 TEXT_GATEWAY: ServiceKey[TextGateway] = ServiceKey("text gateway")
 
@@ -139,11 +143,15 @@ class TextGateway:
             svc_user_id=user_id,
             headers={h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers},
             started_ms=started_ms,
+            trace=tracing.current(),
         )
 
     async def _run(self, request: Request, ctx: RequestContext) -> Response:
         # Cheap refusals first: limits and balance before reading any of our own media from storage.
-        await self.accounting.admit(ctx)
+        if ctx.trace is None:
+            await self.accounting.admit(ctx)
+        else:
+            await _traced_admission(self.accounting, ctx)
         outcome = Outcome()
         ending = _Ending(self, ctx, outcome)
         try:
@@ -213,7 +221,38 @@ class _Ending:
         if self.stream is not None:
             self._gateway.live_streams.discard(self.stream)
         record_call(self._ctx, self._outcome)
-        self._gateway.accounting.finish(self._ctx, self._outcome)
+        if self._ctx.trace is None:
+            self._gateway.accounting.finish(self._ctx, self._outcome)
+        else:
+            _traced_settlement(self._gateway.accounting, self._ctx, self._outcome)
+
+
+async def _traced_admission(accounting: Accounting, ctx: RequestContext) -> None:
+    span = tracing.start("admission", {"modelport.model": ctx.model.id}, parent=ctx.trace)
+    try:
+        await accounting.admit(ctx)
+    except ServiceError as exc:
+        tracing.end(span, {"http.response.status_code": exc.status}, error=exc.text_message)
+        raise
+    tracing.end(span, {"modelport.held_usd": ctx.held_micros / 1_000_000})
+
+
+def _traced_settlement(accounting: Accounting, ctx: RequestContext, outcome: Outcome) -> None:
+    """The end of the upstream span (the answer is over), then settlement: cost, charge, log row (queued)."""
+    usage = outcome.usage
+    tracing.end(
+        ctx.upstream_span,
+        {
+            "gen_ai.usage.input_tokens": usage.input_tokens if usage is not None else 0,
+            "gen_ai.usage.output_tokens": usage.output_tokens if usage is not None else 0,
+            "modelport.outcome": outcome.status,
+        },
+        error=outcome.error if outcome.status == "error" else None,
+    )
+    span = tracing.start("settlement", parent=ctx.trace)
+    accounting.finish(ctx, outcome)
+    cost = ctx.extra_response_headers.get("X-Modelport-Cost", "0")
+    tracing.end(span, {"modelport.cost_usd": float(cost), "modelport.outcome": outcome.status})
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T:

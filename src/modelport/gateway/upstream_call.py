@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from modelport import tracing
 from modelport.catalog_spec import Deployment
 from modelport.core.codec import ProtocolCodec, ProtocolName
 from modelport.errors import ModelUnavailable
@@ -60,6 +61,22 @@ def _error_kind(status: int) -> str:
     return "rate_limited" if status == 429 else "server_error" if status >= 500 else "client_error"
 
 
+def _upstream_span(ctx: RequestContext, labels: tuple[str, str, str], fast: bool) -> Any:
+    provider, model, deployment = labels
+    return tracing.start(
+        "upstream",
+        {
+            "gen_ai.system": provider,
+            "gen_ai.request.model": model,
+            "modelport.deployment": deployment,
+            "modelport.path": "fast" if fast else "translated",
+            "modelport.stream": ctx.stream,
+        },
+        parent=ctx.trace,
+        kind="CLIENT",
+    )
+
+
 class UpstreamCaller:
     def __init__(self, pool: UpstreamPool, router: DeploymentRouter) -> None:
         self.pool = pool
@@ -82,6 +99,8 @@ class UpstreamCaller:
             body, strip_usage = self._body(ctx, deployment, codec, fast)
             headers = self._headers(ctx, deployment, codec)
             labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key))
+            span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
+            tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
             sent = time.perf_counter()
             try:
                 reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream)
@@ -89,6 +108,7 @@ class UpstreamCaller:
                 UPSTREAM_REQUESTS.labels(*labels, "0").inc()
                 UPSTREAM_ERRORS.labels(*labels, "unreachable").inc()
                 ctx.upstream_waited += time.perf_counter() - sent
+                tracing.end(span, error="unreachable")
                 self.router.fail(candidate, rate_limited=False, error=f"unreachable: {exc}")
                 last_status = None
                 continue
@@ -96,9 +116,11 @@ class UpstreamCaller:
             UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
             if reply.status == 200:
                 ctx.upstream_sent = sent
+                ctx.upstream_span = span  # ended with the answer (pipeline)
                 self.router.succeed(candidate)
                 return OpenCall(candidate, fast, up_protocol, codec, reply, strip_usage)
             UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
+            tracing.end(span, {"http.response.status_code": reply.status}, error=f"HTTP {reply.status}")
             payload = await reply.read_all()
             await reply.release()
             waited = time.perf_counter() - sent

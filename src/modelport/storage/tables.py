@@ -223,6 +223,7 @@ media_tasks = Table(
     Column("started_at_ms", BigInteger, nullable=True),
     Column("ended_at_ms", BigInteger, nullable=True),
     Column("result_expires_at_ms", BigInteger, nullable=True),
+    Column("trace_parent", String(55), nullable=True),  # W3C traceparent of the creating request (tracing)
     Index("ix_media_tasks_team_created", "team_id", "created_at_ms"),
     Index("ix_media_tasks_team_status", "team_id", "status"),
     Index("ix_media_tasks_status_lease", "status", "lease_until_ms"),

@@ -18,12 +18,37 @@ from modelport.web.errors import Host
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
+class RouteLabel:
+    """The route template a request matched (after the app ran), for metric labels and span names."""
+
+    def __init__(self, fixed: frozenset[str] = frozenset()) -> None:
+        self.fixed = fixed
+        self._by_endpoint: dict[object, str] | None = None
+
+    def __call__(self, scope: Scope) -> str:
+        route = scope.get("route")
+        path = getattr(route, "path", None)
+        if isinstance(path, str):
+            return path
+        if scope["path"] in self.fixed:
+            return str(scope["path"])
+        # Plain Starlette routes (`/openapi.json`) leave only their endpoint in the scope.
+        endpoint = scope.get("endpoint")
+        if endpoint is not None:
+            if self._by_endpoint is None:
+                routes = getattr(scope.get("app"), "routes", [])
+                self._by_endpoint = {r.endpoint: r.path for r in routes if isinstance(r, Route)}
+            found = self._by_endpoint.get(endpoint)
+            if found is not None:
+                return found
+        return "unmatched"
+
+
 class HttpMetrics:
     def __init__(self, app: ASGIApp, *, host: Host, fixed: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.host = host
-        self.fixed = fixed
-        self._by_endpoint: dict[object, str] | None = None
+        self._route = RouteLabel(fixed)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -46,21 +71,3 @@ class HttpMetrics:
             code = str(status)
             HTTP_REQUESTS.labels(self.host, route, method, code).inc()
             HTTP_DURATION.labels(self.host, route, code).observe(time.perf_counter() - started)
-
-    def _route(self, scope: Scope) -> str:
-        route = scope.get("route")
-        path = getattr(route, "path", None)
-        if isinstance(path, str):
-            return path
-        if scope["path"] in self.fixed:
-            return str(scope["path"])
-        # Plain Starlette routes (`/openapi.json`) leave only their endpoint in the scope.
-        endpoint = scope.get("endpoint")
-        if endpoint is not None:
-            if self._by_endpoint is None:
-                routes = getattr(scope.get("app"), "routes", [])
-                self._by_endpoint = {r.endpoint: r.path for r in routes if isinstance(r, Route)}
-            found = self._by_endpoint.get(endpoint)
-            if found is not None:
-                return found
-        return "unmatched"

@@ -163,3 +163,16 @@ def test_counters_add_up_across_two_workers(tmp_path: Path) -> None:
             # The batch writers report their queues (a live sum over the workers).
             queues = {labels["queue"] for labels, _ in after["modelport_write_queue_depth"]}
             assert {"settlements", "request log"} <= queues
+
+            # Tracing is off here: a client's W3C trace context still reaches the upstream unchanged (another
+            # model: fake/chat sits out its cooldown in one of the workers).
+            parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            r = httpx.post(
+                server.text_url + "/v1/chat/completions",
+                json={**chat, "model": "fake/fallback"},
+                headers={**auth, "traceparent": parent, "tracestate": "congo=t61rcWkgMzE"},
+            )
+            assert r.status_code == 200, r.text
+            sent = upstream.last_request
+            assert sent is not None
+            assert sent.headers["traceparent"] == parent and sent.headers["tracestate"] == "congo=t61rcWkgMzE"

@@ -31,7 +31,6 @@ import httpx
 from PIL import Image
 from prometheus_client.parser import text_string_to_metric_families
 
-import modelport
 from tests.integration.tasks.helpers import (
     ADMIN_TOKEN,
     PRICE_MICROS,
@@ -45,6 +44,7 @@ from tests.integration.tasks.helpers import (
     wait_ended,
     wait_for,
 )
+from tests.support.catalogs import shipped_with_fake_chat
 from tests.support.databases import postgres_database
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.s3 import moto_s3
@@ -166,16 +166,7 @@ def _topology(tmp_path: Path, database_url: str) -> None:
     catalog = tmp_path / "catalog.toml"
     config = tmp_path / "config.toml"
     with FakeUpstream(Reply.text("hello there", usage=Usage(12, 4))) as upstream, ExitStack() as stack:
-        shipped = (Path(modelport.__file__).parent / "default_catalog.toml").read_text()
-        catalog.write_text(
-            shipped
-            + f"""
-[[text_models]]
-id = "fake/chat"
-prices = {{ input = "1", output = "2" }}
-deployments = [{{ kind = "openai_chat", base_url = "{upstream.base_url}/v1", model = "up", api_key_env = "FAKE_KEY" }}]
-"""
-        )
+        catalog.write_text(shipped_with_fake_chat(upstream.base_url))
         config.write_text(TIERS)
         shared = {
             **stack.enter_context(moto_s3("mp-topology-")),

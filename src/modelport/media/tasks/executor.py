@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport import tracing
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import MediaModel
 from modelport.clock import now_ms
@@ -119,6 +120,31 @@ class TaskExecutor:
         if task is None:
             await self._unclaimable(task_id)
             return
+        if tracing.on():
+            await self._traced_run(task)
+        else:
+            await self._run_claimed(task)
+
+    async def _traced_run(self, task: TaskRow) -> None:
+        """The run as a span under the trace of the request that created the task (its row keeps it)."""
+        span = tracing.start(
+            "media task",
+            {"modelport.task_id": task.id, "modelport.model": task.model_id, "modelport.attempt": task.attempts},
+            parent=tracing.from_traceparent(task.trace_parent),
+            kind="CONSUMER",
+        )
+        error: str | None = None
+        try:
+            await self._run_claimed(task)
+        except BaseException as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            tracing.end(span, error=error)
+
+    async def _run_claimed(self, task: TaskRow) -> None:
+        engine = self._engine
+        task_id = task.id
         run = task.attempts
         async with self._lease(task_id, run) as lost:
             try:

@@ -57,6 +57,7 @@ class TaskRow:
     started_at_ms: int | None
     ended_at_ms: int | None
     result_expires_at_ms: int | None
+    trace_parent: str | None = None
 
 
 def _row(r: Row[Any]) -> TaskRow:
@@ -81,6 +82,7 @@ def _row(r: Row[Any]) -> TaskRow:
         started_at_ms=None if r.started_at_ms is None else int(r.started_at_ms),
         ended_at_ms=None if r.ended_at_ms is None else int(r.ended_at_ms),
         result_expires_at_ms=None if r.result_expires_at_ms is None else int(r.result_expires_at_ms),
+        trace_parent=r.trace_parent,
     )
 
 
@@ -95,6 +97,7 @@ class NewTask:
     webhook_url: str | None
     deadline_ms: int
     created_at_ms: int
+    trace_parent: str | None = None
 
 
 CreateOutcome = Literal["created", "insufficient_balance", "too_many_tasks"]
@@ -137,6 +140,7 @@ async def create(engine: AsyncEngine, task: NewTask, *, max_unfinished: int) -> 
                 attempts=0,
                 deadline_ms=task.deadline_ms,
                 created_at_ms=task.created_at_ms,
+                trace_parent=task.trace_parent,
             )
         )
     TASKS_CREATED.labels(task.model_id).inc()

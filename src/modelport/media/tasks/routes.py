@@ -110,6 +110,7 @@ async def _create(request: Request, provider: str, model: str, auth: AuthContext
         slug=f"{provider}/{model}",
         body=await _body(request),
         webhook_url=request.headers.get("x-webhook-url"),
+        traceparent=request.headers.get("traceparent"),
     )
     return ok(data)
 

@@ -18,6 +18,7 @@ import jsonschema
 import orjson
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport import tracing
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import MediaModel
 from modelport.clock import now_ms
@@ -145,8 +146,16 @@ class TaskService:
         return url
 
     async def create(
-        self, *, team_id: str, tier: str, slug: str, body: bytes, webhook_url: str | None
+        self,
+        *,
+        team_id: str,
+        tier: str,
+        slug: str,
+        body: bytes,
+        webhook_url: str | None,
+        traceparent: str | None = None,
     ) -> dict[str, Any]:
+        """`traceparent`: the client's header; the worker that runs the task continues that trace."""
         model = await self.model(slug)
         try:
             parsed = orjson.loads(body) if body.strip() else {}
@@ -177,6 +186,7 @@ class TaskService:
             webhook_url=webhook,
             deadline_ms=now + int(model.deadline_seconds * 1000),
             created_at_ms=now,
+            trace_parent=tracing.current_traceparent(traceparent),
         )
         limit = self._tier_limit(tier)
         outcome, unfinished = await repo.create(self.engine, task, max_unfinished=limit)
