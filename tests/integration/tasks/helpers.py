@@ -192,7 +192,7 @@ def create(
     return httpx.post(server.media_url + path, json=body, headers=headers, timeout=30)
 
 
-def wait_ended(media_url: str, team: Team, task_ids: list[str], timeout: float = 60) -> dict[str, dict[str, Any]]:
+def wait_ended(media_url: str, team: Team, task_ids: list[str], timeout: float = 120) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + timeout
     ended: dict[str, dict[str, Any]] = {}
     while time.monotonic() < deadline:

@@ -41,7 +41,7 @@ def statuses(server: RunningServer, team: Team, ids: list[str]) -> list[str]:
 
 
 def check_webhooks(server: RunningServer, team: Team, receiver: WebhookReceiver, ids: list[str]) -> None:
-    wait_for(lambda: set(ids) <= set(receiver.by_task(delivered=True)), timeout=60, what="a webhook for every task")
+    wait_for(lambda: set(ids) <= set(receiver.by_task(delivered=True)), timeout=120, what="a webhook for every task")
     secret = httpx.get(server.media_url + "/api/v1/webhooks/secret", headers=team.headers).json()["data"]["secret"]
     for task_id in ids:
         for delivered in receiver.by_task()[task_id]:
@@ -69,7 +69,7 @@ def test_sigkill_serve_with_tasks_queued_and_running(tmp_path: Path) -> None:
 
         with task_server(tmp_path, env) as server:
             receiver_up.set()
-            ended = wait_ended(server.media_url, team, ids, timeout=90)
+            ended = wait_ended(server.media_url, team, ids, timeout=240)
             assert all(t["status"] == "success" for t in ended.values()), ended
             check_webhooks(server, team, receiver, ids)
             for task_id in refused_before_kill:
@@ -112,7 +112,7 @@ def _worker_crash(tmp_path: Path, database_url: str) -> None:
 
             second = start_worker(tmp_path, env)
             try:
-                ended = wait_ended(server.media_url, team, ids, timeout=90)
+                ended = wait_ended(server.media_url, team, ids, timeout=240)
                 assert all(t["status"] == "success" for t in ended.values()), ended
                 check_webhooks(server, team, receiver, ids)
             finally:

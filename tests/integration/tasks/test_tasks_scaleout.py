@@ -122,7 +122,7 @@ def _scale_out(tmp_path: Path, database_url: str) -> None:
 
             with ThreadPoolExecutor(max_workers=12) as pool:
                 list(pool.map(submit, range(TASKS)))
-            ended = wait_ended(servers[0].media_url, team, accepted, timeout=120)
+            ended = wait_ended(servers[0].media_url, team, accepted, timeout=240)
             stop.set()
             sampler.join()
         finally:
