@@ -122,8 +122,9 @@ request_logs = Table(
     # The console's filters by model and by status, newest first.
     Index("ix_request_logs_team_model_created_id", "team_id", "model_name", "created_at_ms", "id"),
     Index("ix_request_logs_team_status_created_id", "team_id", "status", "created_at_ms", "id"),
-    # The operator console lists every team's rows newest first.
+    # The operator console lists every team's rows newest first, and every team's failures.
     Index("ix_request_logs_created_id", "created_at_ms", "id"),
+    Index("ix_request_logs_status_created_id", "status", "created_at_ms", "id"),
 )
 
 # Text request usage per team, UTC day (created_at_ms // 86_400_000), key ('' unknown) and model. Kept in

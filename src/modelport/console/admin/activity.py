@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
+from modelport.clock import now_ms
 from modelport.console.admin.common import operator, page
 from modelport.console.admin.queries import (
     LOG_STATUSES,
@@ -63,6 +64,9 @@ async def logs_page(request: Request) -> Response:
     shown = _filters(request, ("team", "model", "status", "svc_user_id", "from", "to"))
     team_id, problem = await _team_filter(request, shown["team"])
     lo, hi = _day_ms(shown["from"]), _day_ms(shown["to"])
+    recent = lo is None and hi is None
+    if recent:  # by default the last 24 hours, so a filter that matches little never walks the whole log
+        lo = now_ms() - DAY_MS
     f = LogFilter(
         team_id=team_id,
         model=shown["model"] or None,
@@ -83,6 +87,7 @@ async def logs_page(request: Request) -> Response:
         "paged": cursor is not None,
         "next_link": None if found.next is None else _link(shown, found.next),
         "first_link": _link(shown),
+        "recent": recent,
     }
     return page(request, "admin/logs.html", context)
 
