@@ -53,9 +53,14 @@ async def team_sign_in(request: Request) -> Response:
         await limit_sign_in(request, services)
     except RateLimited as exc:
         return render(request, "sign_in.html", {**context, "error": exc.detail}, status=429, headers=exc.headers)
-    auth = await services.auth.authenticate(_form_value(form, "api_key"))
+    resolved = await services.auth.resolve(_form_value(form, "api_key"))
+    auth = resolved.context
     if auth is None:
-        error = "That key was not accepted: it is unknown or has been revoked."
+        error = (
+            "That key's team is suspended: ask the service's operator."
+            if resolved.suspended
+            else "That key was not accepted: it is unknown or has been revoked."
+        )
         return render(request, "sign_in.html", {**context, "error": error}, status=401)
     start_team_session(request, auth.team_id, auth.key_id)
     return RedirectResponse(console_root(request) + safe_next(context["next_path"], "/"), status_code=303)

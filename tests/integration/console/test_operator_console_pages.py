@@ -157,3 +157,19 @@ def test_tasks_and_queue_pages_show_a_new_task(server: RunningServer, operator: 
     assert task_id in operator.get("/admin/tasks?model=local/sketch-image").text
     queue = operator.get("/admin/queue")
     assert queue.status_code == 200 and 'id="queued"' in queue.text and "in-memory, per process" in queue.text
+
+
+def test_a_suspended_team_cannot_sign_in_and_its_session_ends(server: RunningServer, operator: ConsoleClient) -> None:
+    _admin(server, "POST", "/teams", json={"name": "paused-console"})
+    key = _admin(server, "POST", "/teams/paused-console/keys", json={}).json()["data"]["key"]
+    team = ConsoleClient(server.media_url)
+    try:
+        assert team.sign_in(key).status_code == 303
+        assert team.get("/").status_code == 200
+        team_id = _admin(server, "GET", "/teams/paused-console").json()["data"]["id"]
+        operator.post_form(f"/admin/teams/{team_id}/suspend", {}, csrf_from=f"/admin/teams/{team_id}")
+        assert team.get("/").status_code == 303  # the session ended (tests run with a 0 s key cache)
+        refused = team.sign_in(key)
+        assert refused.status_code == 401 and "suspended" in refused.text
+    finally:
+        team.close()
