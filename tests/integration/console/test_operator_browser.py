@@ -185,7 +185,8 @@ def test_catalog_upstreams_logs_tasks_and_queue_pages(page: Page, server: Runnin
     screenshot(page, "admin", "12-models")
     page.get_by_role("link", name=f"Edit {BROKEN}").click()
     spec = page.get_by_label("Spec (JSON; see docs/configuration.md)")
-    assert SECRET_HEADER not in spec.input_value() and "••••••" in spec.input_value()
+    shown = spec.input_value()
+    assert SECRET_HEADER not in shown and SECRET_PASSWORD not in shown and "••••••" in shown
     spec.fill(spec.input_value().replace('"output": "0"', '"output": "7.5"'))
     screenshot(page, "admin", "13-model-edit")
     page.get_by_role("button", name="Save").click()
@@ -194,6 +195,7 @@ def test_catalog_upstreams_logs_tasks_and_queue_pages(page: Page, server: Runnin
     broken = next(m for m in stored if m["id"] == BROKEN)
     assert broken["prices"]["output"] == "7.5"
     assert broken["deployments"][0]["headers"] == {"X-Upstream-Secret": SECRET_HEADER}  # kept, never shown
+    assert broken["deployments"][0]["base_url"] == f"http://user:{SECRET_PASSWORD}@127.0.0.1:9/v1"
 
     page.get_by_role("link", name="Upstreams").click()
     row = page.locator("table").first.get_by_role("row").filter(has_text=BROKEN)

@@ -1,8 +1,8 @@
 """Models and prices: the catalog as stored, and edits through the same service as `PUT /admin/v1/models`.
 
-An entry is edited as its JSON spec (the admin API's body). Deployment header values can carry
-credentials, so the editor never shows them: each is replaced by `MASK`, and a value still equal to
-`MASK` on save keeps what the same deployment (by name, else by position) had for that header.
+An entry is edited as its JSON spec (the admin API's body). Deployment header values and a base URL's
+userinfo and query can carry credentials, so the editor never shows them: they are replaced by `MASK`,
+and a value left masked on save keeps what the same deployment (by name, else by position) had.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.catalog_spec import MediaModel, TextModel
-from modelport.console.admin.common import back, flash, form_fields, operator, page
+from modelport.console.admin.common import MASK, back, flash, form_fields, masked_url, operator, page
 from modelport.console.deps import require_operator
 from modelport.errors import InvalidParameters, NotFound, ServiceError
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
 
-MASK = "••••••"
 _NEW_TEXT: dict[str, Any] = {
     "display_name": "",
     "prices": {"input": "0", "output": "0"},
@@ -33,8 +32,12 @@ _NEW_MEDIA: dict[str, Any] = {"type": "text-to-image", "description": "", "docs_
 def _masked(spec: dict[str, Any]) -> dict[str, Any]:
     shown: dict[str, Any] = json.loads(json.dumps(spec))
     for deployment in shown.get("deployments") or []:
-        if isinstance(deployment, dict) and isinstance(deployment.get("headers"), dict):
+        if not isinstance(deployment, dict):
+            continue
+        if isinstance(deployment.get("headers"), dict):
             deployment["headers"] = {name: MASK for name in deployment["headers"]}
+        if isinstance(deployment.get("base_url"), str):
+            deployment["base_url"] = masked_url(deployment["base_url"])
     return shown
 
 
@@ -43,11 +46,18 @@ def _unmask(spec: dict[str, Any], stored: TextModel | MediaModel | None) -> dict
         return spec
     by_name = {d.name: d for d in stored.deployments if d.name}
     for i, deployment in enumerate(spec.get("deployments") or []):
-        if not isinstance(deployment, dict) or not isinstance(deployment.get("headers"), dict):
+        if not isinstance(deployment, dict):
             continue
         before = by_name.get(deployment.get("name") or "") or (
             stored.deployments[i] if i < len(stored.deployments) else None
         )
+        url = deployment.get("base_url")
+        if isinstance(url, str) and MASK in url:
+            if before is None or masked_url(before.base_url) != url:
+                raise InvalidParameters(f"the base URL of deployment {i + 1} is masked: type the whole URL again")
+            deployment["base_url"] = before.base_url
+        if not isinstance(deployment.get("headers"), dict):
+            continue
         for name, value in deployment["headers"].items():
             if value == MASK:
                 if before is None or name not in before.headers:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
@@ -21,6 +22,19 @@ ADMIN_NAV = (
     ("/admin/queue", "Queue and workers", "queue"),
 )
 _FLASH = "flash"
+MASK = "••••••"  # what the pages show instead of a credential
+
+
+def masked_url(url: str | None) -> str:
+    """A URL without its credentials: userinfo and query values become MASK."""
+    if not url:
+        return "-"
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
+    query = "&".join(f"{p.split('=', 1)[0]}={MASK}" for p in parts.query.split("&") if p) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def operator(request: Request) -> Operator:

@@ -10,33 +10,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.catalog_spec import Deployment
-from modelport.console.admin.common import operator, page
+from modelport.console.admin.common import MASK, masked_url, operator, page
 from modelport.console.admin.queries import LogFilter, list_logs
 from modelport.console.deps import require_operator
 from modelport.upstreams.health import DEPLOYMENT_HEALTH, DeploymentHealth
 from modelport.web.deps import get_services
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
-
-MASK = "••••••"
-
-
-def masked_url(url: str | None) -> str:
-    if not url:
-        return "-"
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
-    query = "&".join(f"{p.split('=', 1)[0]}={MASK}" for p in parts.query.split("&") if p) if parts.query else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 @dataclass(frozen=True, slots=True)
