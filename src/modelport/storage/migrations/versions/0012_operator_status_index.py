@@ -1,7 +1,7 @@
 """operator status index: every team's failed (or cancelled) requests, newest first
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-11-23 17:30:00
 
 The operator console's upstream page shows the latest failed requests of every team, and its log page
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
