@@ -6,6 +6,7 @@ One server speaks the OpenAI-compatible media API (`/v1/images/generations`, `/v
 word in the prompt (or speech text), so tests can run side by side on one server:
 
 - `fail`: the provider refuses (OpenAI kinds: 400 with an error body) or the job ends `failed`;
+- `crash`: the OpenAI kinds answer 500 every time;
 - `busy`: the first two calls of that task are answered 429 with `Retry-After: 1`;
 - `never`: the call never answers (OpenAI kinds) or the job stays `processing`;
 - `private`: the output URL points at `localhost` (the same fake, but a loopback address by name);
@@ -127,6 +128,9 @@ class FakeMediaProvider:
         if self._limited(prompt, prompt):
             self._record(request, 429, body)
             return self._too_many()
+        if "crash" in prompt:
+            self._record(request, 500, body)
+            return web.json_response({"error": {"message": "internal error"}}, status=500)
         self._record(request, 200, body)
         if "fail" in prompt:
             return web.json_response(

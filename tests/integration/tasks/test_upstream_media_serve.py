@@ -287,6 +287,20 @@ async def test_provider_failure_fails_and_refunds(
     assert await balance(client, server, team) == before
 
 
+async def test_5xx_is_retried_then_fails_and_refunds(
+    client: httpx.AsyncClient, server: RunningServer, team: Team, provider: FakeMediaProvider
+) -> None:
+    before = await balance(client, server, team)
+    task = await run(client, server, team, "fake/images", body_for("images", "crash"))
+    assert task["status"] == "failed" and task["error"]["code"] == "upstream_error", task
+    assert "answered 500" in task["error"]["message"]
+    calls = provider.calls("/images/generations", "crash")
+    assert [c.status for c in calls] == [500] * 4  # four attempts, 1, 2 and 4 s apart
+    gaps = [b.at - a.at for a, b in itertools.pairwise(calls)]
+    assert all(gap >= least for gap, least in zip(gaps, [0.9, 1.9, 3.9], strict=True)), gaps
+    assert await balance(client, server, team) == before
+
+
 @pytest.mark.parametrize("kind", sorted(KINDS))
 async def test_429_is_waited_out_per_retry_after(
     client: httpx.AsyncClient, server: RunningServer, team: Team, provider: FakeMediaProvider, kind: str, own_image: str

@@ -28,6 +28,8 @@ MAX_RETRY_AFTER_SECONDS = 60.0
 MAX_429_BACKOFF_SECONDS = 30.0
 # How much of a provider's error answer goes into the task's error message.
 ERROR_EXCERPT = 300
+# The largest answer read from a provider (base64 images and speech bodies arrive whole).
+MAX_ANSWER_BYTES = 200 * 1024 * 1024
 
 
 class UpstreamFailed(Exception):
@@ -102,8 +104,15 @@ class ProviderClient:
                 async with self._session.request(
                     method, url, json=json, data=form, headers=self._headers(), timeout=timeout, allow_redirects=False
                 ) as response:
-                    body = await response.read()
-                    answer = Answer(response.status, response.headers.get("Content-Type", ""), body)
+                    body = bytearray()
+                    async for chunk in response.content.iter_chunked(1 << 16):
+                        body += chunk
+                        if len(body) > MAX_ANSWER_BYTES:
+                            raise UpstreamFailed(
+                                "upstream_error",
+                                f"provider {self.upstream.name} sent an answer over {MAX_ANSWER_BYTES} bytes",
+                            )
+                    answer = Answer(response.status, response.headers.get("Content-Type", ""), bytes(body))
                     retry_after = response.headers.get("Retry-After")
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 failures += 1
@@ -123,14 +132,15 @@ class ProviderClient:
             if answer.status >= 500:
                 failures += 1
                 if failures >= ATTEMPTS:
+                    said = _excerpt(answer.body)
                     raise UpstreamFailed(
-                        "upstream_error", f"provider {self.upstream.name} answered {answer.status}: {_excerpt(body)}"
+                        "upstream_error", f"provider {self.upstream.name} answered {answer.status}: {said}"
                     )
                 await asyncio.sleep(2 ** (failures - 1))
                 continue
             if not 200 <= answer.status < 300:
                 raise UpstreamFailed(
                     "upstream_rejected",
-                    f"provider {self.upstream.name} refused the task ({answer.status}): {_excerpt(body)}",
+                    f"provider {self.upstream.name} refused the task ({answer.status}): {_excerpt(answer.body)}",
                 )
             return answer
