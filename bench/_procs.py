@@ -6,9 +6,11 @@ CPU time and resident memory come from /proc (Linux), summed over a process and 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -96,6 +98,8 @@ class Proc:
     process: subprocess.Popen[str]
     url: str
     extra: dict[str, str] = field(default_factory=dict)
+    # From the start of the process to the first 200 of a chat completion through it (None: not measured).
+    startup_seconds: float | None = None
 
     @property
     def pids(self) -> list[int]:
@@ -103,6 +107,11 @@ class Proc:
 
     def cpu(self) -> float:
         return cpu_seconds(self.pids)
+
+    def rss_total_mb(self) -> tuple[float, int]:
+        """Resident memory of the whole process tree (MB) and how many processes it has."""
+        sizes = [cur for cur, _ in self.memory().values()]
+        return sum(sizes), len(sizes)
 
     def memory(self) -> dict[str, tuple[float, float]]:
         out: dict[str, tuple[float, float]] = {}
@@ -220,6 +229,7 @@ def start_gateway(
         if not database_url.startswith("sqlite"):
             # `serve` migrates SQLite itself; PostgreSQL wants `modelport migrate` first (an empty database).
             subprocess.run([sys.executable, "-m", "modelport", "migrate"], env=env, cwd=REPO, check=True, timeout=120)
+    started = time.monotonic()
     process = subprocess.Popen(
         [
             sys.executable,
@@ -243,24 +253,122 @@ def start_gateway(
         key = next((m.group(1) for line in lines if (m := _KEY_RE.match(line))), None)
         if key is None:
             raise RuntimeError(f"no demo key in the banner (reused data dir?): {lines}")
-        _wait_http(url + "/openapi.json", process, 60)
+        startup = wait_first_chat(url, "bench/fast", key, process, 60) - started
     except BaseException:
         process.kill()
         process.wait()
         raise
-    return Proc("gateway", process, url, {"key": key, "data_dir": str(data_dir)})
+    return Proc("gateway", process, url, {"key": key, "data_dir": str(data_dir)}, startup)
 
 
-def _wait_http(url: str, process: subprocess.Popen[str], timeout: float) -> None:
+def start_bare_proxy(fake_url: str, *, workers: int) -> Proc:
+    """`bench/bare_proxy.py`: the same ASGI server and upstream client as modelport, and nothing else."""
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(BENCH_DIR / "bare_proxy.py"),
+            "--port",
+            "0",
+            "--upstream",
+            fake_url,
+            "--workers",
+            str(workers),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = _read_lines_until(process, re.compile(r"^ready "), 30)
+        url = lines[-1].split()[1]
+        startup = wait_first_chat(url, "m", None, process, 60) - started
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return Proc("bare proxy", process, url, {}, startup)
+
+
+PEER_DIR = REPO / ".tools" / "litellm"
+PEER_KEY = "sk-bench-peer"
+
+
+def peer_available() -> bool:
+    return (PEER_DIR / "bin" / "litellm").exists()
+
+
+def start_peer(data_dir: Path, fake_url: str, *, workers: int) -> Proc:
+    """LiteLLM's proxy (the most-used Python gateway) from its own venv under .tools/litellm (never a project
+    dependency), `model: m` routed to the fake upstream as an OpenAI-compatible model, with its documented
+    production switches (no request logging to stdout, JSON logs off, several workers)."""
+    config = data_dir / "litellm.yaml"
+    config.write_text(
+        "model_list:\n"
+        "  - model_name: m\n"
+        "    litellm_params:\n"
+        "      model: openai/m\n"
+        f"      api_base: {fake_url}/v1\n"
+        "      api_key: sk-fake\n"
+        "general_settings:\n"
+        f"  master_key: {PEER_KEY}\n"
+        "litellm_settings:\n"
+        "  set_verbose: false\n"
+        "  request_timeout: 60\n"
+    )
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MODELPORT_")}
+    env.update({"LITELLM_LOG": "ERROR", "LITELLM_MODE": "PRODUCTION", "DISABLE_ADMIN_UI": "True"})
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [
+            str(PEER_DIR / "bin" / "litellm"),
+            "--config",
+            str(config),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--num_workers",
+            str(workers),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=data_dir,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        startup = wait_first_chat(url, "m", PEER_KEY, process, 180) - started
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return Proc("python peer", process, url, {"key": PEER_KEY}, startup)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_first_chat(url: str, model: str, key: str | None, process: subprocess.Popen[str], timeout: float) -> float:
+    """Send a small Chat Completions request until one answers 200; return the monotonic time it did."""
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).encode()
+    headers = {"content-type": "application/json"}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"gateway exited with {process.returncode}")
+            raise RuntimeError(f"{url}: the server exited with {process.returncode}")
+        request = urllib.request.Request(url + "/v1/chat/completions", data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(url, timeout=2) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 if response.status == 200:
-                    return
+                    return time.monotonic()
         except OSError:
             pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not answer within {timeout} s")
+        time.sleep(0.02)
+    raise RuntimeError(f"{url}: no 200 within {timeout} s")
