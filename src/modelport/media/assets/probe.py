@@ -21,13 +21,12 @@ import dataclasses
 import warnings
 from fractions import Fraction
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import av
-import av.error
 import filetype
-import pillow_heif
-from PIL import Image, ImageSequence, UnidentifiedImageError
+
+if TYPE_CHECKING:
+    import av
 
 MediaKind = Literal["image", "video", "audio"]
 MB = 1_000_000
@@ -49,7 +48,20 @@ VIDEO_CLASSES = {480: "480p", 720: "720p", 1080: "1080p", 2160: "4K"}
 VIDEO_MIN_PIXELS, VIDEO_MAX_PIXELS = 407_696, 8_295_044
 MIN_SECONDS, MAX_SECONDS = 2, 30
 
-pillow_heif.register_heif_opener()
+# PyAV, Pillow and pillow-heif (~30 MB resident) are imported by the first probe, not when a serving
+# process starts (most never see an asset).
+_heif_registered = False
+
+
+def _register_heif() -> None:
+    global _heif_registered
+    if not _heif_registered:
+        import pillow_heif
+
+        pillow_heif.register_heif_opener()
+        _heif_registered = True
+
+
 # Pillow's own decompression-bomb guard stays at its default (it is process-wide): `open` reads headers
 # only, our dimension limits are checked before any pixel is decoded, so moderation never loads more
 # than 6000 x 6000.
@@ -101,6 +113,9 @@ def _is_heif(head: bytes) -> bool:
 def _probe_image(path: Path, size: int) -> Probed:
     if size >= IMAGE_MAX_BYTES:
         raise Rejected(f"the image is {size} bytes; images must be below 30 MB (30,000,000 bytes)")
+    from PIL import Image, UnidentifiedImageError
+
+    _register_heif()
     try:
         with warnings.catch_warnings():
             # Over Pillow's warning size the dimension check below rejects it anyway.
@@ -132,6 +147,8 @@ def _probe_image(path: Path, size: int) -> Probed:
 def _probe_video(path: Path, size: int, mime: str) -> Probed:
     if size > VIDEO_MAX_BYTES:
         raise Rejected(f"the video is {size} bytes; videos must be at most 200 MB (200,000,000 bytes)")
+    import av.error
+
     try:
         with av.open(str(path), "r") as container:
             if "mov" not in container.format.name.split(","):
@@ -169,6 +186,8 @@ def _probe_video(path: Path, size: int, mime: str) -> Probed:
 def _probe_audio(path: Path, size: int, mime: str) -> Probed:
     if size > AUDIO_MAX_BYTES:
         raise Rejected(f"the audio is {size} bytes; audio files must be at most 15 MB (15,000,000 bytes)")
+    import av.error
+
     try:
         with av.open(str(path), "r") as container:
             if container.format.name not in ("wav", "mp3"):
@@ -186,6 +205,8 @@ def _duration(container: av.container.InputContainer, stream: av.stream.Stream) 
     if stream.duration is not None and stream.time_base is not None:
         return float(stream.duration * stream.time_base)
     if container.duration is not None:
+        import av
+
         return container.duration / av.time_base
     return None
 
@@ -202,6 +223,10 @@ def _check_duration(kind: str, duration: float | None) -> None:
 
 def decode_fully(path: Path, probed: Probed) -> None:
     """Decode every frame (every image frame, video frame, audio frame); raises Rejected if any fails."""
+    import av.error
+    from PIL import Image
+
+    _register_heif()
     try:
         if probed.kind == "image":
             _decode_image(path)
@@ -216,12 +241,16 @@ def decode_fully(path: Path, probed: Probed) -> None:
 
 
 def _decode_image(path: Path) -> None:
+    from PIL import Image, ImageSequence
+
     with Image.open(path) as img:
         for frame in ImageSequence.Iterator(img):
             frame.load()
 
 
 def _decode_video(path: Path, probed: Probed) -> None:
+    import av
+
     decoded = 0
     with av.open(str(path), "r") as container:
         stream = container.streams.video[0]
@@ -235,6 +264,8 @@ def _decode_video(path: Path, probed: Probed) -> None:
 
 
 def _decode_audio(path: Path, probed: Probed) -> None:
+    import av
+
     seconds = 0.0
     with av.open(str(path), "r") as container:
         stream = container.streams.audio[0]

@@ -6,12 +6,14 @@ from pathlib import Path
 
 from modelport.media.files.storage.base import FileStore
 from modelport.media.files.storage.local import LocalFileStore
-from modelport.media.files.storage.s3 import S3FileStore
 from modelport.settings import FilesSettings
 
 
 def build_store(settings: FilesSettings, data_dir: Path) -> FileStore:
     if settings.backend == "s3":
+        # aiobotocore and botocore (~25 MB resident) only in processes configured for S3.
+        from modelport.media.files.storage.s3 import S3FileStore
+
         secret = settings.s3_secret_access_key
         return S3FileStore(
             bucket=settings.s3_bucket,

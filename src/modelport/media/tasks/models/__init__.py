@@ -1,25 +1,38 @@
-"""Embedded media models that run tasks on this machine, by the catalog entry's `runner` name."""
+"""Embedded media models that run tasks on this machine, by the catalog entry's `runner` name.
+
+Each model's module (numpy, Pillow, PyAV, onnxruntime: tens of MB resident) is imported the first time
+a task names it, not when a serving process starts: most processes never run a media task.
+"""
 
 from __future__ import annotations
 
-from modelport.media.tasks.models.base import InputError, RenderedFile, TaskModel
-from modelport.media.tasks.models.sketch import SketchImage
-from modelport.media.tasks.models.slideshow import SlideshowVideo
-from modelport.media.tasks.models.speech import PiperSpeech
-from modelport.media.tasks.models.style import StyleTransfer
-from modelport.media.tasks.models.style_video import StyleVideo
+import importlib
+import threading
 
-_RUNNERS: dict[str, TaskModel] = {
-    "sketch": SketchImage(),
-    "style-transfer": StyleTransfer(),
-    "slideshow": SlideshowVideo(),
-    "piper-speech": PiperSpeech(),
-    "style-video": StyleVideo(),
+from modelport.media.tasks.models.base import InputError, RenderedFile, TaskModel
+
+_RUNNERS: dict[str, tuple[str, str]] = {
+    "sketch": ("modelport.media.tasks.models.sketch", "SketchImage"),
+    "style-transfer": ("modelport.media.tasks.models.style", "StyleTransfer"),
+    "slideshow": ("modelport.media.tasks.models.slideshow", "SlideshowVideo"),
+    "piper-speech": ("modelport.media.tasks.models.speech", "PiperSpeech"),
+    "style-video": ("modelport.media.tasks.models.style_video", "StyleVideo"),
 }
+_loaded: dict[str, TaskModel] = {}
+_lock = threading.Lock()  # the executor calls this from worker threads as well as the event loop
 
 
 def runner(name: str | None) -> TaskModel | None:
-    return _RUNNERS.get(name) if name else None
+    if not name or name not in _RUNNERS:
+        return None
+    model = _loaded.get(name)
+    if model is None:
+        with _lock:
+            model = _loaded.get(name)
+            if model is None:
+                module, cls = _RUNNERS[name]
+                model = _loaded[name] = getattr(importlib.import_module(module), cls)()
+    return model
 
 
 __all__ = ["InputError", "RenderedFile", "TaskModel", "runner"]
