@@ -45,7 +45,14 @@ def one_start(data_dir: Path, workers: int, key: str | None) -> dict[str, object
     env.update({"MODELPORT_DATA_DIR": str(data_dir), "MODELPORT_LOG_LEVEL": "WARNING"})
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "modelport", "serve", "--media-port", "0", "--text-port", "0", "--workers", str(workers)],
+        [
+            sys.executable,
+            "-m",
+            "modelport",
+            "serve",
+            *("--media-port", "0", "--text-port", "0", "--workers"),
+            str(workers),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -125,9 +132,10 @@ def main() -> None:
             picked = [r for w, k, r in rows if w == workers and k == kind]
             models = [float(str(r["models_s"])) for r in picked if r["models_s"] is not None]
             parents = [float(str(r["parent_mb"])) for r in picked]
+            first_200 = statistics.median(models) if models else float("nan")
             print(
-                f"median, --workers {workers}, {kind} start: first 200 of /v1/models "
-                f"{statistics.median(models) if models else float('nan'):.2f} s, parent {statistics.median(parents):.0f} MiB"
+                f"median, --workers {workers}, {kind} start: first 200 of /v1/models {first_200:.2f} s, "
+                f"parent {statistics.median(parents):.0f} MiB"
             )
 
 

@@ -1,28 +1,68 @@
 #!/usr/bin/env bash
 # Install modelport into ./.venv with the given extras (e.g. "local" or "local,test").
-# llama-cpp-python (the embedded model's runtime) builds from source: about 6 minutes on 2 cores the first
+# llama-cpp-python (the embedded model's runtime) builds from source: 6-8 minutes on 2 cores the first
 # time; pip caches the built wheel, so later installs take seconds. Progress is shown while it builds.
+#
+# LLAMA_BUILD=background (what scripts/serve.sh uses): do not wait for llama-cpp-python; if it is not
+# installed, build it in a background process whose progress goes to $MODELPORT_DATA_DIR/local-model-build.log
+# (default var/), while modelport itself is installed and can start serving. Give extras without "local"
+# (e.g. "weights") in that mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-local}"
 python=${PYTHON:-python3}
+llama_build=${LLAMA_BUILD:-foreground}
+data_dir=${MODELPORT_DATA_DIR:-var}
+build_log="$data_dir/local-model-build.log"
+build_pid="$data_dir/local-model-build.pid"
 
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating virtualenv .venv"
   "$python" -m venv .venv
+  .venv/bin/python -m pip install --quiet --upgrade pip
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
 
-if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-  echo "==> installing llama-cpp-python (builds from source the first time: ~6 min on 2 cores; cached afterwards)"
-  export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+build_llama() {
   # -v makes pip show the compiler's [n/total] steps; keep only those lines, as progress.
+  export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
   .venv/bin/python -m pip install -v "llama-cpp-python>=0.3" 2>&1 \
     | grep --line-buffered -E '^\s*\[[0-9]+/[0-9]+\]|^Successfully|ERROR|error:' \
     | sed -u -E 's/^\s*(\[[0-9]+\/[0-9]+\]).*/    building llama.cpp \1/'
-  .venv/bin/python -c "import llama_cpp" || { echo "llama-cpp-python failed to install" >&2; exit 1; }
+  .venv/bin/python -c "import llama_cpp"
+}
+
+llama_installed() { .venv/bin/python -c "import llama_cpp" 2>/dev/null; }
+
+if [ "$llama_build" != background ] && ! llama_installed; then
+  echo "==> installing llama-cpp-python (builds from source the first time: 6-8 min on 2 cores; cached afterwards)"
+  build_llama || { echo "llama-cpp-python failed to install" >&2; exit 1; }
 fi
 
-echo "==> installing modelport[$extras]"
-.venv/bin/python -m pip install --quiet -e ".[$extras]"
+# Later starts skip pip when nothing changed (the stamp names the extras; pyproject.toml newer = reinstall).
+stamp=".venv/.modelport-installed-${extras//,/-}"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "==> installing modelport[$extras]"
+  .venv/bin/python -m pip install --quiet -e ".[$extras]"
+  touch "$stamp"
+fi
 echo "==> installed"
+
+if [ "$llama_build" = background ] && ! llama_installed; then
+  mkdir -p "$data_dir"
+  if [ -f "$build_pid" ] && kill -0 "$(cat "$build_pid")" 2>/dev/null; then
+    echo "==> llama-cpp-python is still building in the background: tail -f $build_log"
+  else
+    echo "==> building llama-cpp-python in the background (6-8 min on 2 cores): tail -f $build_log"
+    (
+      echo "building llama-cpp-python for the embedded text model, started $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+      if build_llama; then
+        echo "done $(date -u '+%H:%M:%S UTC'): llama-cpp-python installed; the embedded model is now listed in /v1/models"
+      else
+        echo "FAILED $(date -u '+%H:%M:%S UTC'): see the lines above; retry with: bash scripts/install.sh local"
+      fi
+      rm -f "$build_pid"
+    ) >"$build_log" 2>&1 </dev/null &
+    echo $! >"$build_pid"
+    disown || true
+  fi
+fi

@@ -119,6 +119,7 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
         lines.append(f"user URL fetches also trust the CA file {settings.net.ca_bundle} (MODELPORT_NET__CA_BUNDLE)")
     if workers > 1 and not settings.redis_url:
         lines.append("warning: --workers > 1 without MODELPORT_REDIS_URL: rate limits are counted per process")
+    lines.append(_local_model_line(settings))
     if demo is not None and demo.new_key:
         lines.append(f"demo API key:  {demo.new_key}   (team {demo.team_name!r}; shown once, keep it)")
     elif demo is not None:
@@ -129,6 +130,24 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     click.echo("\n".join(lines), err=False)
     sys.stdout.flush()
     server.run(settings, media_sock, text_sock, workers, metrics_dir=metrics.directory if metrics else None)
+
+
+def _local_model_line(settings: Settings) -> str:
+    """Says whether the embedded text model can answer now, or where its background build shows progress."""
+    from modelport.upstreams.local_runtime import build_log, runtime_installed
+
+    if runtime_installed():
+        return "embedded text model: ready (llama-cpp-python installed; the model loads on its first request)"
+    log = build_log(settings.data_dir)
+    if log is not None:
+        return (
+            f"embedded text model: llama-cpp-python is building in the background (progress: {log}); "
+            "the model is listed in /v1/models as soon as it can answer"
+        )
+    return (
+        "embedded text model: not available (llama-cpp-python is not installed: bash scripts/install.sh local); "
+        "configured upstreams answer"
+    )
 
 
 @main.command()

@@ -4,7 +4,9 @@ The body serves both official SDKs: OpenAI's `{object: list, data: [{id, object:
 owned_by}]}` and Anthropic's `{data: [{id, type: model, display_name, created_at}], has_more, first_id,
 last_id}` at once. Each entry also carries the limits clients size their context with: `context_window`
 and `max_output_tokens`, and the same as Anthropic's Models API names them (`max_input_tokens`,
-`max_tokens`); null when the catalog does not say.
+`max_tokens`); null when the catalog does not say. A model served only by the embedded runtime is left
+out while llama-cpp-python is not installed (a first start builds it in the background) and listed as
+soon as it is.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from modelport.accounts.auth import AuthContext
 from modelport.catalog_spec import TextModel
 from modelport.errors import NotFound
 from modelport.gateway.openapi_docs import MODEL_LIST, MODEL_OBJECT
+from modelport.upstreams.local_runtime import LOCAL_RUNTIME
 from modelport.web.deps import get_services, text_auth
 from modelport.web.envelope import JSONBytesResponse
 from modelport.web.query_limit import enforce_query_limit
@@ -29,6 +32,11 @@ router = APIRouter(tags=["models"])
 
 def team_may_use(model: TextModel, auth: AuthContext) -> bool:
     return model.active and (not model.teams or auth.team_id in model.teams or auth.team_name in model.teams)
+
+
+def can_answer(model: TextModel) -> bool:
+    """False for a model served only by the embedded runtime while that is not installed (being built)."""
+    return any(d.kind != "local" for d in model.deployments) or LOCAL_RUNTIME.available()
 
 
 def model_entry(model: TextModel) -> dict[str, Any]:
@@ -60,7 +68,7 @@ async def list_models(request: Request, auth: AuthContext = Depends(text_auth)) 
     seen: set[str] = set()
     data = []
     for model in snapshot.text.values():
-        if model.id not in seen and team_may_use(model, auth):
+        if model.id not in seen and team_may_use(model, auth) and can_answer(model):
             seen.add(model.id)
             data.append(model_entry(model))
     body = {
@@ -85,7 +93,7 @@ async def get_model(model_id: str, request: Request, auth: AuthContext = Depends
     headers = await enforce_query_limit(request, auth)
     snapshot = await get_services(request).catalog.get()
     model = snapshot.text.get(model_id)
-    if model is None or not team_may_use(model, auth):
+    if model is None or not team_may_use(model, auth) or not can_answer(model):
         raise NotFound(
             f"The model '{model_id}' does not exist or is not available to this key",
             code="model_not_found",
