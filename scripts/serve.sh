@@ -5,5 +5,5 @@
 # soon as it can answer. Later starts skip the install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LLAMA_BUILD=background bash scripts/install.sh weights
+LLAMA_BUILD=background bash scripts/install.sh
 exec .venv/bin/modelport serve "$@"
