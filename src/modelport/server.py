@@ -26,10 +26,6 @@ from pathlib import Path
 import uvicorn
 
 from modelport import metrics
-from modelport.apps.assemble import build_services
-from modelport.apps.media import create_media_app
-from modelport.apps.text import create_text_app
-from modelport.gateway.pipeline import TEXT_GATEWAY
 from modelport.logs import configure_logging
 from modelport.settings import Settings
 from modelport.web.errors import Host
@@ -102,6 +98,12 @@ def _config(app: object, settings: Settings, host: Host, limits: ConnectionLimit
 
 
 async def serve_both(settings: Settings, media_sock: socket.socket, text_sock: socket.socket) -> None:
+    # The apps are imported here, in the serving process: a supervisor of several workers never needs them.
+    from modelport.apps.assemble import build_services
+    from modelport.apps.media import create_media_app
+    from modelport.apps.text import create_text_app
+    from modelport.gateway.pipeline import TEXT_GATEWAY
+
     services = build_services(settings)
     limits = connection_limits(settings)
     media = _Server(_config(create_media_app(services), settings, "media", limits))

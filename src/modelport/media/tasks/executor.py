@@ -26,7 +26,7 @@ from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.inputs import InputUnavailable, read_input
-from modelport.media.tasks.models import InputError, RenderedFile, TaskModel, runner
+from modelport.media.tasks.models import InputError, RenderedFile, TaskModel, load_runner
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import OutboxRow, StoredFile, TaskRow
 from modelport.media.tasks.upstream.client import UpstreamFailed
@@ -205,7 +205,7 @@ class TaskExecutor:
             outputs = await self._upstream_outputs(model, task, lost)
             default_units = upstream_units(model, task.input)
         else:
-            task_model = runner(model.runner) if model is not None else None
+            task_model = await load_runner(model.runner) if model is not None else None
             if model is None or task_model is None:
                 raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
             outputs = await self._render(task_model, task, lost)

@@ -6,6 +6,7 @@ a task names it, not when a serving process starts: most processes never run a m
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import threading
 
@@ -22,6 +23,14 @@ _loaded: dict[str, TaskModel] = {}
 _lock = threading.Lock()  # the executor calls this from worker threads as well as the event loop
 
 
+async def load_runner(name: str | None) -> TaskModel | None:
+    """`runner`, with the model's first import done in a thread: it takes seconds on a busy machine, and
+    the event loop keeps serving (and renewing task leases) meanwhile."""
+    if not name or name in _loaded or name not in _RUNNERS:
+        return runner(name)
+    return await asyncio.to_thread(runner, name)
+
+
 def runner(name: str | None) -> TaskModel | None:
     if not name or name not in _RUNNERS:
         return None
@@ -35,4 +44,4 @@ def runner(name: str | None) -> TaskModel | None:
     return model
 
 
-__all__ = ["InputError", "RenderedFile", "TaskModel", "runner"]
+__all__ = ["InputError", "RenderedFile", "TaskModel", "load_runner", "runner"]
