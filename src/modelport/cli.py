@@ -100,6 +100,7 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
         f"media host:    {media_url}   (public URL {settings.public_media_url or media_url})",
         f"text gateway:  {text_url}   (OpenAI SDK base_url {text_url}/v1, Anthropic SDK base_url {text_url})",
         f"console:       {settings.public_media_url or media_url}/console/   (sign in with a team API key)",
+        f"API reference: {settings.public_media_url or media_url}/docs",
     ]
     if metrics is not None:
         lines.append(f"metrics:       {metrics.url}   (Prometheus text format)")

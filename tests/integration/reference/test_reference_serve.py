@@ -78,3 +78,7 @@ def test_guides_render_and_unknown_or_unlisted_files_are_404(server: RunningServ
     # The per-model pages are unchanged.
     model = httpx.get(server.media_url + "/docs/models/local/sketch-image")
     assert model.status_code == 200 and "local/sketch-image" in model.text
+
+
+def test_the_banner_names_the_api_reference(server: RunningServer) -> None:
+    assert f"API reference: {server.media_url}/docs" in server.banner
