@@ -7,8 +7,8 @@ Creates a throw-away database (dropped at the end unless --keep), migrates it, c
 keys and fills, server-side with generate_series: `--rows` request log rows for the team over the last
 30 days (5 models, 3 keys, 200 end users, 2% errors, half with retained payloads), `--other-rows` rows of
 three other teams, `--ledger-rows` ledger entries for the team (charges, holds, releases), and the
-rollups the log writer keeps (`request_log_counts`, `usage_daily`) from those rows by the same GROUP BY
-as the writer's upserts. Then VACUUM ANALYZE (what autovacuum does on a live table).
+rollups the writers keep (`request_log_counts`, `usage_daily`, `ledger_daily`) from those rows by the
+same GROUP BY as the writers' upserts. Then VACUUM ANALYZE (what autovacuum does on a live table).
 
 Each page is requested through the media host's app in this process (httpx ASGITransport: session
 cookie, key check through the auth cache, queries, template rendering; no network), signed in as the
@@ -87,6 +87,8 @@ SELECT team_id, created_at_ms / 86400000, coalesce(key_id, ''), provider, model_
        sum(CASE WHEN status = 'success' THEN 0 ELSE 1 END), coalesce(sum(prompt_tokens), 0),
        coalesce(sum(completion_tokens), 0), coalesce(sum(cached_tokens), 0), coalesce(sum(cost_micros), 0)
 FROM request_logs GROUP BY 1, 2, 3, 4, 5;
+INSERT INTO ledger_daily (team_id, day, kind, entries, amount_micros)
+SELECT team_id, created_at_ms / 86400000, kind, count(*), sum(amount_micros) FROM ledger_entries GROUP BY 1, 2, 3;
 """
 
 
@@ -112,7 +114,7 @@ async def fill(dsn: str, team_id: str, keys: list[str], args: argparse.Namespace
             f"in {time.perf_counter() - begun:.1f}s",
             flush=True,
         )
-        for table in ("request_logs", "request_log_counts", "usage_daily", "ledger_entries"):
+        for table in ("request_logs", "request_log_counts", "usage_daily", "ledger_entries", "ledger_daily"):
             await conn.execute(f"VACUUM ANALYZE {table}")
     finally:
         await conn.close()

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.billing import reservations
+from modelport.billing import daily, reservations
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, NotFound
 from modelport.money import MAX_BALANCE_MICROS, MAX_TOPUP_USD, MICROS_PER_USD, display_usd
@@ -73,11 +73,14 @@ class BalanceAfter:
 async def _entry(
     conn: AsyncConnection, team_id: str, kind: str, amount: int, ref: str | None, note: str | None = None
 ) -> None:
+    """One entry and its day's total; every caller has already updated (locked) the team's row."""
+    at = now_ms()
     await conn.execute(
         insert(ledger_entries).values(
-            team_id=team_id, kind=kind, amount_micros=amount, ref=ref, note=note, created_at_ms=now_ms()
+            team_id=team_id, kind=kind, amount_micros=amount, ref=ref, note=note, created_at_ms=at
         )
     )
+    await daily.bump(conn, [(team_id, kind, amount, at)])
 
 
 async def _move(conn: AsyncConnection, team_id: str, balance_delta: int, frozen_delta: int) -> BalanceAfter:

@@ -27,6 +27,7 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.billing import daily
 from modelport.clock import now_ms
 from modelport.ids import new_id
 from modelport.services import ServiceKey
@@ -165,7 +166,7 @@ async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> Non
     if moves:
         rows = [{"team_id": team, "balance_delta": b, "frozen_delta": f} for team, (b, f) in sorted(moves.items())]
         await conn.execute(_MOVE, rows)
-    entries = []
+    entries: list[dict[str, Any]] = []
     for item in batch:
         if item.held_micros:
             release_ref = item.release_ref or item.ref
@@ -193,6 +194,11 @@ async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> Non
             )
     if entries:
         await conn.execute(insert(ledger_entries), entries)
+        # After the team rows above: a team's day totals are only locked under its team row's lock.
+        await daily.bump(
+            conn,
+            [(str(e["team_id"]), str(e["kind"]), int(e["amount_micros"]), int(e["created_at_ms"])) for e in entries],
+        )
 
 
 # Far longer than any spill file waits for its replay (the next start of a process on that machine).

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.billing import daily
 from modelport.storage.tables import ledger_entries
 
 c = ledger_entries.c
@@ -62,13 +63,6 @@ async def entries(engine: AsyncEngine, team_id: str, *, before_id: int | None, l
     return [Entry(int(r.id), r.kind, int(r.amount_micros), r.ref, r.note, int(r.created_at_ms)) for r in rows]
 
 
-async def totals(engine: AsyncEngine, team_id: str, *, since_ms: int) -> dict[str, tuple[int, int]]:
-    """kind -> (entries, sum of amounts) since `since_ms` (read from the (team, time, kind, amount) index)."""
-    stmt = (
-        select(c.kind, func.count(), func.coalesce(func.sum(c.amount_micros), 0))
-        .where(c.team_id == team_id, c.created_at_ms >= since_ms)
-        .group_by(c.kind)
-    )
-    async with engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
-    return {str(kind): (int(n), int(total)) for kind, n, total in rows}
+async def totals(engine: AsyncEngine, team_id: str, *, first_day: int, last_day: int) -> dict[str, tuple[int, int]]:
+    """kind -> (entries, sum of amounts) over UTC days first_day..last_day, from the day totals."""
+    return await daily.totals(engine, team_id, first_day, last_day)

@@ -77,8 +77,18 @@ ledger_entries = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Index("ix_ledger_entries_team_id_id", "team_id", "id"),
     Index("ix_ledger_entries_ref", "ref"),
-    # The console's totals per kind over a period, from the index alone.
-    Index("ix_ledger_entries_team_created", "team_id", "created_at_ms", "kind", "amount_micros"),
+)
+
+# The ledger's totals per team, UTC day (created_at_ms // 86_400_000) and kind, bumped in the same
+# transaction as every entry (modelport.billing.daily): the console's billing totals read these.
+ledger_daily = Table(
+    "ledger_daily",
+    metadata,
+    Column("team_id", String(40), primary_key=True),
+    Column("day", BigInteger, primary_key=True),
+    Column("kind", String(16), primary_key=True),
+    Column("entries", BigInteger, nullable=False),
+    Column("amount_micros", BigInteger, nullable=False),
 )
 
 catalog_models = Table(

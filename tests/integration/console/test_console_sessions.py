@@ -169,3 +169,25 @@ def test_sessions_expire_and_sign_in_is_rate_limited(tmp_path: Path) -> None:
             assert int(limited.headers["retry-after"]) >= 1
         finally:
             console.close()
+
+
+def test_a_revoked_key_ends_sessions_in_every_worker_within_the_cache_bound(tmp_path: Path) -> None:
+    """Two worker processes, keys cached 2 s: the revocation reaches the process that did not serve it
+    within that bound (each request below is a new connection, so both workers answer some)."""
+    with run_server(
+        tmp_path, "--workers", "2", MODELPORT_AUTH_CACHE_SECONDS="2", MODELPORT_ADMIN_TOKEN=ADMIN_TOKEN
+    ) as server:
+        key, key_id = new_key(server, "console-workers")
+        with httpx.Client(base_url=server.media_url + "/console", timeout=30) as client:
+            page = client.get("/sign-in").text
+            assert client.post("/sign-in", data={"api_key": key, "csrf_token": csrf_of(page)}).status_code == 303
+            cookie = {"modelport_console": client.cookies["modelport_console"]}
+
+        def overview() -> int:
+            # A new connection each time, and always the signed-in cookie (never the cleared one).
+            return httpx.get(server.media_url + "/console/", cookies=cookie, timeout=30).status_code
+
+        assert [overview() for _ in range(6)] == [200] * 6
+        assert admin(server, "POST", f"/keys/{key_id}/revoke").status_code == 200
+        time.sleep(2.5)  # the bound (2 s) and a margin; the bound is an upper limit, so no flakiness
+        assert [overview() for _ in range(10)] == [303] * 10

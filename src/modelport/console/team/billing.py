@@ -36,7 +36,8 @@ async def billing_page(request: Request, auth: AuthContext = Depends(require_tea
     entries = await statement.entries(services.db, team.id, before_id=before, limit=PAGE_SIZE + 1)
     more = len(entries) > PAGE_SIZE
     entries = entries[:PAGE_SIZE]
-    sums = await statement.totals(services.db, team.id, since_ms=now_ms() - days * DAY_MS)
+    today = now_ms() // DAY_MS
+    sums = await statement.totals(services.db, team.id, first_day=today - days + 1, last_day=today)
     kinds = [k for k in statement.KIND_LABELS if k in sums] + sorted(k for k in sums if k not in statement.KIND_LABELS)
     tiers = services.settings.tiers
     rank = tier_rank(tiers, team.tier)

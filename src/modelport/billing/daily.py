@@ -1,0 +1,62 @@
+"""Per-team, per-UTC-day, per-kind totals of the ledger (`ledger_daily`), kept with every entry.
+
+Every ledger insert (`ledger._entry`, the settlement writer's batch) bumps its day's row in the same
+transaction, so the billing page's totals over a period read a few rows, not a million entries. The
+bump always comes after the transaction has updated (and so locked) the team's row, so the day rows of
+a team are only ever locked under its team row's lock: no new lock order, no deadlock.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from modelport.storage.tables import ledger_daily
+
+DAY_MS = 86_400_000
+
+
+def _insert(conn: AsyncConnection) -> Any:
+    return postgresql.insert(ledger_daily) if conn.dialect.name == "postgresql" else sqlite.insert(ledger_daily)
+
+
+async def bump(conn: AsyncConnection, entries: Iterable[tuple[str, str, int, int]]) -> None:
+    """Add entries (team_id, kind, amount_micros, created_at_ms) to their days' totals."""
+    sums: dict[tuple[str, int, str], list[int]] = defaultdict(lambda: [0, 0])
+    for team_id, kind, amount, at in entries:
+        acc = sums[(team_id, at // DAY_MS, kind)]
+        acc[0] += 1
+        acc[1] += amount
+    if not sums:
+        return
+    params = [
+        {"team_id": t, "day": d, "kind": k, "entries": n, "amount_micros": a}
+        for (t, d, k), (n, a) in sorted(sums.items())
+    ]
+    stmt = _insert(conn)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["team_id", "day", "kind"],
+        set_={
+            "entries": ledger_daily.c.entries + stmt.excluded.entries,
+            "amount_micros": ledger_daily.c.amount_micros + stmt.excluded.amount_micros,
+        },
+    )
+    await conn.execute(stmt, params)
+
+
+async def totals(engine: AsyncEngine, team_id: str, first_day: int, last_day: int) -> dict[str, tuple[int, int]]:
+    """kind -> (entries, amount) over first_day..last_day (UTC days)."""
+    c = ledger_daily.c
+    stmt = select(c.kind, c.entries, c.amount_micros).where(c.team_id == team_id, c.day >= first_day, c.day <= last_day)
+    async with engine.connect() as conn:
+        rows: Sequence[Any] = (await conn.execute(stmt)).all()
+    out: dict[str, tuple[int, int]] = {}
+    for kind, n, amount in rows:
+        prev = out.get(kind, (0, 0))
+        out[kind] = (prev[0] + int(n), prev[1] + int(amount))
+    return out
