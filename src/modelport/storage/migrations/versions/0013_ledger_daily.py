@@ -1,7 +1,7 @@
 """ledger day totals: entries and amount per team, UTC day and kind
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-11-23 17:30:00
 
 The console's billing totals read `ledger_daily`, bumped in the same transaction as every ledger entry
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
