@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
@@ -17,6 +20,26 @@ from modelport.settings import Settings
 from modelport.storage.migrate import schema_state, upgrade_to_head
 
 log = logging.getLogger("modelport.bootstrap")
+# Start-up work of several processes starting at once (a scaled-out deployment's first start) runs one at a time.
+_PG_STARTUP_LOCK = 7_236_002
+
+
+@asynccontextmanager
+async def startup_lock(engine: AsyncEngine) -> AsyncIterator[None]:
+    """On PostgreSQL, a session advisory lock around the start-up work: two servers starting together on
+    a fresh database would otherwise both import the catalog and both create the demo team. SQLite
+    serialises writers already (BEGIN IMMEDIATE) and is one machine."""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _PG_STARTUP_LOCK})
+        await conn.commit()
+        try:
+            yield
+        finally:
+            await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _PG_STARTUP_LOCK})
+            await conn.commit()
 
 
 class StartupError(RuntimeError):
@@ -61,14 +84,16 @@ async def ensure_demo_team(engine: AsyncEngine, settings: Settings) -> DemoInfo:
 
 async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True) -> DemoInfo | None:
     await ensure_schema(engine, settings)
-    await import_catalog(engine, load_catalog_file(settings.catalog))
-    # Reservations of processes that died (their lease ran out); every process also sweeps periodically.
-    await reservations.sweep(engine)
-    await prune_settlement_keys(engine)
-    return await ensure_demo_team(engine, settings) if demo else None
+    async with startup_lock(engine):
+        await import_catalog(engine, load_catalog_file(settings.catalog))
+        # Reservations of processes that died (their lease ran out); every process also sweeps periodically.
+        await reservations.sweep(engine)
+        await prune_settlement_keys(engine)
+        return await ensure_demo_team(engine, settings) if demo else None
 
 
 async def prepare_worker(engine: AsyncEngine, settings: Settings) -> None:
     """A `modelport worker`'s start: schema and catalog only (stale holds are serve's job, done once)."""
     await ensure_schema(engine, settings)
-    await import_catalog(engine, load_catalog_file(settings.catalog))
+    async with startup_lock(engine):
+        await import_catalog(engine, load_catalog_file(settings.catalog))

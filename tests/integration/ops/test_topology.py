@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -186,11 +187,15 @@ def _topology(tmp_path: Path, database_url: str) -> None:
         ports = [free_port(), free_port()]
         envs = [{**shared, "MODELPORT_PUBLIC_MEDIA_URL": f"http://127.0.0.1:{port}"} for port in ports]
         migrate(tmp_path / "migrate", envs[0])
-        a, b = (
-            stack.enter_context(task_server(tmp_path / f"serve{i}", env, "--no-workers")) for i, env in enumerate(envs)
-        )
-        w1, w1_metrics = stack.enter_context(_worker(tmp_path / "worker1", envs[1]))
-        w2, w2_metrics = stack.enter_context(_worker(tmp_path / "worker2", envs[1]))
+        # The four processes start at once, as they would on four machines.
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            servers = [
+                pool.submit(stack.enter_context, task_server(tmp_path / f"serve{i}", env, "--no-workers"))
+                for i, env in enumerate(envs)
+            ]
+            workers = [pool.submit(stack.enter_context, _worker(tmp_path / f"worker{i}", envs[1])) for i in (1, 2)]
+            a, b = (f.result() for f in servers)
+            (w1, w1_metrics), (w2, w2_metrics) = (f.result() for f in workers)
 
         fleet = make_team(a, "fleet", topup_usd="20")
         tiny = make_team(b, "tiny", topup_usd="1")
