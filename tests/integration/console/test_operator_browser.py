@@ -162,6 +162,14 @@ def test_operator_creates_and_revokes_a_key_and_suspends_a_team(page: Page, serv
     page.goto(team_page)  # loaded again: the key is never shown a second time
     expect(page.locator("#new-key")).to_have_count(0)
 
+    # Found again from the Keys page by pasting the whole key (looked up by its hash).
+    page.get_by_role("link", name="Keys", exact=True).click()
+    page.get_by_label("Key id, prefix, or the whole key").fill(key)
+    page.get_by_role("button", name="Find").click()
+    expect(page.get_by_role("row").filter(has_text="keyed")).to_contain_text(key[:10])
+    screenshot(page, "admin", "09b-find-key")
+    page.goto(team_page)
+
     page.get_by_role("button", name=f"Revoke key {key[:10]}").click()
     expect(page.get_by_role("status").first).to_contain_text("Revoked key")
     expect(page.get_by_text(re.compile("^revoked "))).to_be_visible()

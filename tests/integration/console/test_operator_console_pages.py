@@ -173,3 +173,15 @@ def test_a_suspended_team_cannot_sign_in_and_its_session_ends(server: RunningSer
         assert refused.status_code == 401 and "suspended" in refused.text
     finally:
         team.close()
+
+
+def test_find_a_key_of_any_team_by_id_prefix_or_the_whole_key(server: RunningServer, operator: ConsoleClient) -> None:
+    _admin(server, "POST", "/teams", json={"name": "findme"})
+    created = _admin(server, "POST", "/teams/findme/keys", json={"name": "leaky"}).json()["data"]
+    for query in (created["key"], created["key"][:10], created["id"]):
+        page = operator.post_form("/admin/keys", {"q": query}).text
+        assert "findme" in page and f"/console/admin/keys/{created['id']}/revoke" in page, query
+        assert created["key"] not in page.replace(f'value="{created["key"]}"', "")  # only echoed in the box
+    nothing = operator.post_form("/admin/keys", {"q": "mp-zzzzzzz"}).text
+    assert "No key matches." in nothing
+    assert "No key matches." in operator.post_form("/admin/keys", {"q": "%"}).text  # LIKE wildcards are escaped

@@ -15,6 +15,7 @@ from modelport.web.deps import get_services
 # (console path, label, the `active` key a page sets)
 ADMIN_NAV = (
     ("/admin/", "Teams", "teams"),
+    ("/admin/keys", "Keys", "keys"),
     ("/admin/models", "Models and prices", "models"),
     ("/admin/upstreams", "Upstreams", "upstreams"),
     ("/admin/logs", "Request logs", "logs"),

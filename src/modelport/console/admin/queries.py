@@ -14,8 +14,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, Table, func, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.accounts.keys import hash_key
 from modelport.clock import now_ms
-from modelport.storage.tables import media_tasks, request_logs, teams, webhook_deliveries
+from modelport.storage.tables import api_keys, media_tasks, request_logs, teams, webhook_deliveries
 
 AnyRow = Row[*tuple[Any, ...]]
 PAGE = 50
@@ -229,3 +230,33 @@ async def queue_state(engine: AsyncEngine) -> QueueState:
         workers=[Worker(str(name), int(n), int(lease)) for name, n, lease in workers],
         webhooks_pending=int(pending),
     )
+
+
+async def find_keys(engine: AsyncEngine, query: str, *, limit: int = 50) -> Sequence[AnyRow]:
+    """Keys of any team by key id, by the start of their prefix, or by the whole key (its hash is looked up,
+    so a leaked key pasted here finds its record without the key ever being stored)."""
+    query = query.strip()
+    if not query:
+        return []
+    k = api_keys.c
+    match = or_(k.id == query, k.key_hash == hash_key(query))
+    if len(query) <= 16:
+        match = or_(match, k.prefix.startswith(query, autoescape=True))
+    stmt = (
+        select(
+            k.id,
+            k.team_id,
+            k.name,
+            k.prefix,
+            k.created_at_ms,
+            k.revoked_at_ms,
+            k.last_used_at_ms,
+            teams.c.name.label("team_name"),
+        )
+        .join(teams, teams.c.id == k.team_id)
+        .where(match)
+        .order_by(k.created_at_ms.desc())
+        .limit(limit)
+    )
+    async with engine.connect() as conn:
+        return (await conn.execute(stmt)).all()
