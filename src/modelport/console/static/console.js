@@ -100,6 +100,10 @@
           var empty = document.getElementById("logs-empty");
           if (empty) empty.remove();
         });
+        source.addEventListener("signed-out", function () {
+          source.close();
+          window.location.reload(); // the session ended (key revoked): the page goes to the sign-in form
+        });
         source.onerror = function () { if (status) status.textContent = "Live tail reconnecting..."; };
         source.onopen = function () { if (status) status.textContent = "Live: new requests appear at the top."; };
       } else if (source) {
