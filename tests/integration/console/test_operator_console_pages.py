@@ -185,3 +185,28 @@ def test_find_a_key_of_any_team_by_id_prefix_or_the_whole_key(server: RunningSer
     nothing = operator.post_form("/admin/keys", {"q": "mp-zzzzzzz"}).text
     assert "No key matches." in nothing
     assert "No key matches." in operator.post_form("/admin/keys", {"q": "%"}).text  # LIKE wildcards are escaped
+
+
+def test_operator_sessions_expire_and_operator_sign_in_is_rate_limited(tmp_path: Path) -> None:
+    env = {
+        "MODELPORT_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MODELPORT_CONSOLE__SESSION_MAX_SECONDS": "4",
+        "MODELPORT_CONSOLE__SIGN_IN_PER_MINUTE": "3",
+    }
+    with run_server(tmp_path, env=env) as short:
+        client = ConsoleClient(short.media_url)
+        try:
+            signed_in = time.monotonic()
+            assert client.post_form("/admin/sign-in", {"admin_token": ADMIN_TOKEN}).status_code == 303
+            first = client.get("/admin/")
+            assert first.status_code == 200 or time.monotonic() - signed_in > 4  # (a very slow machine)
+            time.sleep(max(0.0, 4.5 - (time.monotonic() - signed_in)))
+            expired = client.get("/admin/")
+            assert expired.status_code == 303 and expired.headers["location"].startswith("/console/admin/sign-in")
+            assert client.post_form("/admin/sign-in", {"admin_token": "wrong"}).status_code == 401
+            limited = client.post_form("/admin/sign-in", {"admin_token": ADMIN_TOKEN})  # 3rd attempt: allowed
+            assert limited.status_code == 303
+            limited = client.post_form("/admin/sign-in", {"admin_token": ADMIN_TOKEN})  # 4th in a minute
+            assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+        finally:
+            client.close()
