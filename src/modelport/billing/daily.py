@@ -60,3 +60,14 @@ async def totals(engine: AsyncEngine, team_id: str, first_day: int, last_day: in
         prev = out.get(kind, (0, 0))
         out[kind] = (prev[0] + int(n), prev[1] + int(amount))
     return out
+
+
+async def per_day(engine: AsyncEngine, team_id: str, kind: str, first_day: int, last_day: int) -> dict[int, int]:
+    """day -> amount of one kind of entry (e.g. `charge`: everything the team was charged that day)."""
+    c = ledger_daily.c
+    stmt = select(c.day, c.amount_micros).where(
+        c.team_id == team_id, c.kind == kind, c.day >= first_day, c.day <= last_day
+    )
+    async with engine.connect() as conn:
+        rows: Sequence[Any] = (await conn.execute(stmt)).all()
+    return {int(day): int(amount) for day, amount in rows}

@@ -204,6 +204,8 @@ def test_team_console_in_chromium(console_server: ConsoleServer, browser: Browse
 
     page.goto(console + "/")
     expect(page.locator("#chart-spend canvas")).to_have_count(1)
+    # Every charge: three requests at $0.02 and the sketch task's $0.002.
+    expect(page.locator("figure:has(#chart-spend) figcaption")).to_contain_text("$0.0620 in all")
     shot(page, "03-overview")
 
     # Keyboard: the skip link is the first stop and moves focus to the page's content.

@@ -8,6 +8,7 @@ from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.service import get_team
+from modelport.billing import daily as billing_daily
 from modelport.console.charts import daily
 from modelport.console.deps import require_team
 from modelport.console.team.usage import Totals, period_usage
@@ -39,13 +40,15 @@ async def overview(request: Request, auth: AuthContext = Depends(require_team)) 
             services.db, auth.team_id, task_repo.ListFilter(status=status), offset=0, limit=1
         )
         in_flight[status] = count
+    # Every charge (text requests and media tasks), from the ledger's day totals; charges are negative.
+    charges = await billing_daily.per_day(services.db, auth.team_id, "charge", first, last)
     spend = daily(
         first,
         last,
-        rows,
-        day=lambda r: r.day,
-        label=lambda _r: "spend",
-        value=lambda r: r.cost_micros / 1e6,
+        charges.items(),
+        day=lambda item: item[0],
+        label=lambda _item: "spend",
+        value=lambda item: -item[1] / 1e6,
         unit="usd",
     )
     context = {
@@ -57,5 +60,6 @@ async def overview(request: Request, auth: AuthContext = Depends(require_team)) 
         "today": today,
         "in_flight": in_flight,
         "spend": spend,
+        "spend_total": -sum(charges.values()),
     }
     return render(request, "team/overview.html", context)
