@@ -36,6 +36,7 @@ from tests.integration.tasks.helpers import (
     ADMIN_TOKEN,
     PRICE_MICROS,
     Team,
+    WebhookReceiver,
     create,
     free_port,
     ledger_report,
@@ -166,7 +167,12 @@ def _settled(database_url: str, team: Team, expected_balance: int) -> None:
 def _topology(tmp_path: Path, database_url: str) -> None:
     catalog = tmp_path / "catalog.toml"
     config = tmp_path / "config.toml"
-    with FakeUpstream(Reply.text("hello there", usage=Usage(12, 4))) as upstream, ExitStack() as stack:
+    receiver = WebhookReceiver()
+    with (
+        FakeUpstream(Reply.text("hello there", usage=Usage(12, 4))) as upstream,
+        receiver.running(),
+        ExitStack() as stack,
+    ):
         catalog.write_text(shipped_with_fake_chat(upstream.base_url))
         config.write_text(TIERS)
         shared = {
@@ -183,6 +189,7 @@ def _topology(tmp_path: Path, database_url: str) -> None:
             "MODELPORT_TASKS__LEASE_SECONDS": "3",
             "MODELPORT_TASKS__RECONCILE_INTERVAL_SECONDS": "0.5",
             "FAKE_KEY": "k",
+            "MODELPORT_NET__ALLOW_HOSTS": receiver.host,
         }
         ports = [free_port(), free_port()]
         envs = [{**shared, "MODELPORT_PUBLIC_MEDIA_URL": f"http://127.0.0.1:{port}"} for port in ports]
@@ -225,7 +232,7 @@ def _topology(tmp_path: Path, database_url: str) -> None:
         assert httpx.get(_on(b, uploaded["download_url"]), timeout=30).content == png
 
         # A media task created on a server (which runs none) is run by a worker; its result downloads anywhere.
-        made = create(a, fleet, {"prompt": "a lighthouse", "width": 256, "height": 256})
+        made = create(a, fleet, {"prompt": "a lighthouse", "width": 256, "height": 256}, webhook=receiver.url())
         assert made.status_code == 200, made.text
         task_id = made.json()["data"]["task_id"]
         task = wait_ended(b.media_url, fleet, [task_id], timeout=90)[task_id]
@@ -234,8 +241,16 @@ def _topology(tmp_path: Path, database_url: str) -> None:
         assert int(str(report.claimed_by[task_id]).split(":")[1]) in {w1.pid, w2.pid}, report.claimed_by
         image = httpx.get(_on(b, task["result"]["resources"][0]["url"]), timeout=30)
         assert image.status_code == 200 and Image.open(io.BytesIO(image.content)).size == (256, 256)
+        # Each worker reports what it did on its own /metrics: together, one task run and one webhook sent.
+        wait_for(lambda: task_id in receiver.by_task(delivered=True), what="the task's webhook")
         finished = "modelport_media_tasks_finished_total"
         assert sum(_counter(u, finished, status="success") for u in (w1_metrics, w2_metrics)) == 1
+        delivered = "modelport_webhook_deliveries_total"
+        wait_for(
+            lambda: sum(_counter(u, delivered, status="delivered") for u in (w1_metrics, w2_metrics)) == 1,
+            what="the delivery counted",
+        )
+        assert sum(_counter(u, "modelport_webhook_attempts_total") for u in (w1_metrics, w2_metrics)) == 1
 
         # One log (both servers list every row) and one balance, charged exactly.
         wait_for(lambda: _logs_total(a, fleet) == 16, timeout=30, what="16 log rows")
