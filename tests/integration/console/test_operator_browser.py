@@ -54,6 +54,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
                 json={"model": BROKEN, "messages": [{"role": "user", "content": "hi"}]},
                 timeout=60,
             )
+        task = httpx.post(
+            running.media_url + "/local/sketch-image",
+            headers={"Authorization": f"Bearer {running.demo_key}"},
+            json={"prompt": "a lighthouse at dusk"},
+            timeout=60,
+        )
+        assert task.status_code == 200, task.text
         yield running
 
 
@@ -227,6 +234,7 @@ def test_catalog_upstreams_logs_tasks_and_queue_pages(page: Page, server: Runnin
 
     page.get_by_role("link", name="Tasks").click()
     expect(page.get_by_role("heading", name="Media tasks")).to_be_visible()
+    expect(page.get_by_role("cell", name="local/sketch-image")).to_be_visible()
     screenshot(page, "admin", "17-tasks")
     page.get_by_role("link", name="Queue and workers").click()
     expect(page.locator("#queued")).to_be_visible()
