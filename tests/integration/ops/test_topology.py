@@ -4,8 +4,9 @@ on separate machines.
 
 Text requests and uploads go through both servers: the rate limit is shared, the team has one balance and
 one log, a file uploaded on one server downloads from the other, a media task created on a server is run
-by a worker, and the ledger is exact. Then one server and one worker are SIGKILLed: the others carry on,
-and the money the dead server had reserved comes back.
+by a worker (continuing the client's trace: every process traces into one file), each worker's /metrics
+counts its work, and the ledger is exact. Then one server and one worker are SIGKILLed: the others carry
+on, and the money the dead server had reserved comes back.
 
 There is no load balancer here, so each server's public media URL is its own address; the download URLs of
 one server still work on the other (same S3 bucket, same secret key), which is what a balancer relies on.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import secrets
 import signal
 import subprocess
@@ -26,6 +28,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -35,6 +38,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.tasks.helpers import (
     ADMIN_TOKEN,
     PRICE_MICROS,
+    SKETCH,
     Team,
     WebhookReceiver,
     create,
@@ -146,6 +150,13 @@ def _on(server: RunningServer, url: str) -> str:
     return urlunsplit(parts._replace(netloc=urlsplit(server.media_url).netloc))
 
 
+def _trace(path: Path, trace_id: str) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [s for s in lines if s["context"]["trace_id"] == "0x" + trace_id]
+
+
 def _png() -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (64, 48), (200, 30, 90)).save(out, format="PNG")
@@ -166,6 +177,7 @@ def _settled(database_url: str, team: Team, expected_balance: int) -> None:
 
 def _topology(tmp_path: Path, database_url: str) -> None:
     catalog = tmp_path / "catalog.toml"
+    spans_file = tmp_path / "spans.jsonl"
     config = tmp_path / "config.toml"
     receiver = WebhookReceiver()
     with (
@@ -190,6 +202,10 @@ def _topology(tmp_path: Path, database_url: str) -> None:
             "MODELPORT_TASKS__RECONCILE_INTERVAL_SECONDS": "0.5",
             "FAKE_KEY": "k",
             "MODELPORT_NET__ALLOW_HOSTS": receiver.host,
+            # Every process traces into one file (each appends whole lines).
+            "MODELPORT_TRACING__ENABLED": "true",
+            "MODELPORT_TRACING__EXPORTER": "file",
+            "MODELPORT_TRACING__FILE": str(spans_file),
         }
         ports = [free_port(), free_port()]
         envs = [{**shared, "MODELPORT_PUBLIC_MEDIA_URL": f"http://127.0.0.1:{port}"} for port in ports]
@@ -232,10 +248,26 @@ def _topology(tmp_path: Path, database_url: str) -> None:
         assert httpx.get(_on(b, uploaded["download_url"]), timeout=30).content == png
 
         # A media task created on a server (which runs none) is run by a worker; its result downloads anywhere.
-        made = create(a, fleet, {"prompt": "a lighthouse", "width": 256, "height": 256}, webhook=receiver.url())
+        # The client's trace continues in the worker that runs the task, through the task row.
+        trace_id, client_parent = secrets.token_hex(16), secrets.token_hex(8)
+        made = httpx.post(
+            a.media_url + SKETCH,
+            json={"prompt": "a lighthouse", "width": 256, "height": 256},
+            headers={
+                **fleet.headers,
+                "X-Webhook-URL": receiver.url(),
+                "traceparent": f"00-{trace_id}-{client_parent}-01",
+            },
+            timeout=30,
+        )
         assert made.status_code == 200, made.text
         task_id = made.json()["data"]["task_id"]
         task = wait_ended(b.media_url, fleet, [task_id], timeout=90)[task_id]
+        wait_for(lambda: "media task" in {s["name"] for s in _trace(spans_file, trace_id)}, what="the task's span")
+        spans = {s["name"]: s for s in _trace(spans_file, trace_id)}
+        created = spans["POST /{provider}/{model}"]
+        assert created["parent_id"] == "0x" + client_parent
+        assert spans["media task"]["parent_id"] == created["context"]["span_id"]
         assert task["status"] == "success", task
         report = ledger_report(database_url, fleet.id)
         assert int(str(report.claimed_by[task_id]).split(":")[1]) in {w1.pid, w2.pid}, report.claimed_by
