@@ -6,17 +6,23 @@ Prices are USD per million tokens, which is exactly micro-USD per token: cost in
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 
 from modelport.catalog_spec import Prices
 from modelport.core.messages import CanonicalRequest
 from modelport.core.parts import TextPart, ToolCallPart, ToolResultPart
 from modelport.core.usage import Usage
-from modelport.money import round_micros
+from modelport.money import MAX_TOPUP_USD, MICROS_PER_USD, round_micros
+
+log = logging.getLogger("modelport.billing")
 
 # A non-text input part (image, file, audio) counts as this many characters in the hold estimate.
 MEDIA_PART_CHARS = 6_000
 CHARS_PER_TOKEN = 4
+# One request never costs more than the largest top-up. Token counts are bounded (`core.usage.MAX_TOKENS`)
+# but catalog prices are not, so the charge is bounded too: the ledger's columns are signed 64-bit.
+MAX_CHARGE_MICROS = MAX_TOPUP_USD * MICROS_PER_USD
 
 
 def cost_micros(usage: Usage, prices: Prices) -> int:
@@ -31,7 +37,11 @@ def cost_micros(usage: Usage, prices: Prices) -> int:
         + Decimal(usage.cache_write_tokens) * write_rate
         + Decimal(usage.output_tokens) * prices.output
     )
-    return round_micros(total)
+    cost = round_micros(total)
+    if cost > MAX_CHARGE_MICROS:
+        log.warning("a request's cost of %d micro-USD is clamped to %d", cost, MAX_CHARGE_MICROS)
+        return MAX_CHARGE_MICROS
+    return cost
 
 
 def estimate_input_tokens(request: CanonicalRequest) -> int:

@@ -15,7 +15,16 @@ Billing: uncached input × input rate + cache read × read rate + cache write ×
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import math
+from dataclasses import dataclass, fields
+
+log = logging.getLogger("modelport.usage")
+
+# No real request comes near a billion tokens. A count an upstream reports above this is clamped (and
+# logged), so a charge computed from it stays far inside the ledger's signed 64-bit micro-USD and the
+# request log's 32-bit token columns, whatever a hostile or broken upstream says.
+MAX_TOKENS = 10**9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +37,13 @@ class Usage:
     audio_input_tokens: int = 0
     video_input_tokens: int = 0
     image_input_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        # Sums (Anthropic's input + cache counts, several calls added up) are bounded here too.
+        for name in _COUNT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= MAX_TOKENS:
+                object.__setattr__(self, name, _bounded(value, name))
 
     @property
     def uncached_input_tokens(self) -> int:
@@ -54,14 +70,27 @@ class Usage:
         )
 
 
+_COUNT_FIELDS = tuple(f.name for f in fields(Usage))
+
+
+def _bounded(value: int, what: str) -> int:
+    if value < 0:
+        return 0
+    log.warning("upstream reported %s = %s tokens; counted as %d", what, value, MAX_TOKENS)
+    return MAX_TOKENS
+
+
 def as_count(value: object) -> int:
-    """A token count from a JSON value: ints pass, anything else (None, missing, junk) is 0."""
+    """A token count from a JSON value: whole numbers pass (negative ones are 0, ones above `MAX_TOKENS`
+    are clamped to it); anything else (None, missing, fractional, NaN, strings) is 0."""
     if isinstance(value, bool):
         return 0
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return 0
+        value = int(value)
     if isinstance(value, int):
-        return max(0, value)
-    if isinstance(value, float) and value.is_integer():
-        return max(0, int(value))
+        return value if 0 <= value <= MAX_TOKENS else _bounded(value, "a count")
     return 0
 
 
