@@ -120,10 +120,11 @@ def current_traceparent(client: str | None = None) -> str | None:
 
 
 def inject(span: Any, headers: MutableMapping[str, str], client: Mapping[str, str]) -> None:
-    """Headers for an outgoing call: `span`'s trace context when tracing is on, else the client's
-    `traceparent`/`tracestate` passed on unchanged (when well formed)."""
-    if span is not None and _otel is not None:
-        _otel.propagator.inject(headers, context=_otel.trace.set_span_in_context(span))
+    """Headers for an outgoing call: `span`'s trace context (or the current one) when tracing is on, else
+    the client's `traceparent`/`tracestate` passed on unchanged (when well formed)."""
+    if _otel is not None:
+        context = _otel.trace.set_span_in_context(span) if span is not None else None
+        _otel.propagator.inject(headers, context=context)
         return
     parent = valid_traceparent(client.get(TRACEPARENT))
     if parent is not None:

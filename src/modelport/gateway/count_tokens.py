@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
+from modelport import tracing
 from modelport.accounts.auth import AuthContext
 from modelport.billing.pricing import estimate_input_tokens
 from modelport.catalog_spec import Deployment
@@ -92,6 +93,7 @@ async def _upstream_count(
         **auth_headers(deployment, pool.api_key(deployment)),
         **MESSAGES.upstream_headers(forwarded),
     }
+    tracing.inject(None, headers, forwarded)  # the request span's trace context, or the client's as it came
     try:
         reply = await pool.http(deployment, url).send(payload, headers, stream=False)
     except UpstreamUnreachable:

@@ -69,6 +69,8 @@ def test_spans_continue_the_client_trace(memory: InMemorySpanExporter) -> None:
         headers: dict[str, str] = {}
         tracing.inject(child, headers, {"traceparent": "ignored when tracing is on"})
         stored = tracing.current_traceparent("ignored as well")
+        current: dict[str, str] = {}
+        tracing.inject(None, current, {})  # no span of its own: the current one (count_tokens' upstream call)
         tracing.end(child, {"b": 2}, error="HTTP 503")
     finally:
         tracing.detach(token)
@@ -86,7 +88,7 @@ def test_spans_continue_the_client_trace(memory: InMemorySpanExporter) -> None:
     assert dict(spans["upstream"].attributes or {}) == {"a": 1, "b": 2}
     assert spans["upstream"].status.description == "HTTP 503"
     assert headers["traceparent"] == f"00-{TRACE}-{spans['upstream'].context.span_id:016x}-01"
-    assert stored == f"00-{TRACE}-{server_id:016x}-01"
+    assert stored == current["traceparent"] == f"00-{TRACE}-{server_id:016x}-01"
 
 
 def test_tracing_off_imports_no_opentelemetry(tmp_path: Path) -> None:
