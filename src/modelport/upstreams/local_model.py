@@ -15,6 +15,8 @@ The body is a Chat Completions request; which fields are honoured, ignored or re
 bad request never starts an SSE response. Tokens travel from the worker thread to the event loop
 through `call_soon_threadsafe`, so the loop never blocks; when the consumer stops (client disconnect:
 task cancelled or the stream closed) the job's cancel flag stops generation before the next token.
+A `StreamCut` passed to `stream` lets another task end a stream (server shutdown): its reader gets
+`StreamInterrupted` at once, like a broken upstream connection, and generation stops.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,23 @@ from modelport.upstreams.local_request import (
 )
 
 DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
+
+
+class StreamInterrupted(Exception):
+    """The stream was ended by `StreamCut.fire` before it finished."""
+
+
+class StreamCut:
+    """Ends one running stream from another task on the same event loop (see `LocalModel.stream`)."""
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._wake: Callable[[], None] | None = None
+
+    def fire(self) -> None:
+        self.fired = True
+        if self._wake is not None:
+            self._wake()
 
 
 class LocalModel:
@@ -93,16 +112,17 @@ class LocalModel:
                     )
         raise AssertionError("generation ended without a result")  # _events always ends on Finished
 
-    def stream(self, body: Mapping[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    def stream(self, body: Mapping[str, Any], cut: StreamCut | None = None) -> AsyncGenerator[dict[str, Any], None]:
         """``chat.completion.chunk`` dicts: a role chunk, one chunk per text delta, a chunk with
         `finish_reason`, and with ``stream_options.include_usage`` a ``choices: []`` usage chunk.
 
         Validates now (raising `InvalidParameters`); generation starts at the first iteration, which
         raises `InvalidParameters` (code ``context_length_exceeded``) if the prompt does not fit: a
-        caller that awaits the first chunk before answering can still send a plain 400.
+        caller that awaits the first chunk before answering can still send a plain 400. `cut.fire()` makes
+        the next (or the pending) iteration raise `StreamInterrupted`.
         """
         request = parse_request(body, default_max_tokens=self._default_max_tokens)
-        return self._chunks(request)
+        return self._chunks(request, cut)
 
     async def warm_up(self) -> None:
         """Load the model now rather than on the first request."""
@@ -112,10 +132,10 @@ class LocalModel:
         """Cancel running generations, stop the worker threads and free the model (blocks briefly)."""
         self._pool.close()
 
-    async def _chunks(self, request: LocalRequest) -> AsyncGenerator[dict[str, Any], None]:
+    async def _chunks(self, request: LocalRequest, cut: StreamCut | None) -> AsyncGenerator[dict[str, Any], None]:
         cid, created, usage = new_completion_id(), int(time.time()), request.include_usage
         role_sent = False
-        async with contextlib.aclosing(self._events(request)) as events:
+        async with contextlib.aclosing(self._events(request, cut)) as events:
             async for event in events:
                 # The role chunk waits for the first result, so that an error found when the prompt is
                 # evaluated (context too long) surfaces at the first iteration, before any chunk.
@@ -129,10 +149,11 @@ class LocalModel:
                     if usage:
                         yield usage_chunk_dict(cid, created, self.name, event.prompt_tokens, event.completion_tokens)
 
-    async def _events(self, request: LocalRequest) -> AsyncGenerator[Event, None]:
-        """Submit a job and relay its events until it finishes; cancel it if the consumer leaves."""
+    async def _events(self, request: LocalRequest, cut: StreamCut | None = None) -> AsyncGenerator[Event, None]:
+        """Submit a job and relay its events until it finishes; cancel it if the consumer leaves or `cut`
+        fires (None in the inbox wakes the reader)."""
         loop = asyncio.get_running_loop()
-        inbox: asyncio.Queue[Event] = asyncio.Queue()
+        inbox: asyncio.Queue[Event | None] = asyncio.Queue()
 
         def emit(event: Event) -> None:  # called on the worker thread
             try:
@@ -141,10 +162,19 @@ class LocalModel:
                 job.cancel.set()
 
         job = Job(request=request, emit=emit)
+
+        def interrupt() -> None:  # called on the loop, by `cut.fire`
+            job.cancel.set()
+            inbox.put_nowait(None)
+
+        if cut is not None:
+            cut._wake = interrupt
         self._pool.submit(job)
         try:
             while True:
-                event = await inbox.get()
+                event = None if cut is not None and cut.fired else await inbox.get()
+                if event is None:
+                    raise StreamInterrupted
                 if isinstance(event, Failed):
                     raise event.error
                 yield event

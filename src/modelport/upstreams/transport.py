@@ -16,7 +16,7 @@ import aiohttp
 import orjson
 
 from modelport.errors import InvalidParameters
-from modelport.upstreams.local_model import LocalModel
+from modelport.upstreams.local_model import LocalModel, StreamCut, StreamInterrupted
 
 
 class UpstreamUnreachable(Exception):
@@ -114,7 +114,8 @@ class LocalTransport:
             if not stream:
                 completion = await self._model.complete(body)
                 return UpstreamReply(200, {"content-type": "application/json"}, body=orjson.dumps(completion))
-            generator = self._model.stream(body)
+            cut = StreamCut()
+            generator = self._model.stream(body, cut)
             # Some refusals (prompt longer than the context) surface only when generation starts: take the
             # first chunk now, so they become a plain 400 instead of an error inside a committed 200 stream.
             first = await anext(generator)
@@ -138,10 +139,14 @@ class LocalTransport:
                 async for chunk in generator:
                     yield b"data: " + orjson.dumps(chunk) + b"\n\n"
                 yield b"data: [DONE]\n\n"
+            except StreamInterrupted as exc:  # cut by shutdown: the relay ends it like a broken upstream
+                raise UpstreamStreamBroken("the local model's stream was cut") from exc
             finally:
                 await generator.aclose()
 
         async def release() -> None:
             await generator.aclose()
 
-        return UpstreamReply(200, {"content-type": "text/event-stream"}, chunks=chunks(), release=release)
+        return UpstreamReply(
+            200, {"content-type": "text/event-stream"}, chunks=chunks(), release=release, abort=cut.fire
+        )

@@ -100,3 +100,50 @@ def test_streams_past_the_grace_period_end_with_an_error_event_and_are_billed(tm
 def test_the_grace_period_is_a_validated_setting(tmp_path: Path, grace: str) -> None:
     with pytest.raises(RuntimeError), run_server(tmp_path, MODELPORT_SERVER__GRACEFUL_SHUTDOWN_SECONDS=grace):
         pass
+
+
+@pytest.mark.local_model
+def test_local_model_streams_past_the_grace_period_are_cut_like_upstream_ones(tmp_path: Path) -> None:
+    with FakeUpstream() as upstream:
+        (tmp_path / "catalog.toml").write_text(catalog_toml(upstream.base_url))
+        (tmp_path / "config.toml").write_text(CONFIG_TOML)
+        with run_server(
+            tmp_path,
+            MODELPORT_CATALOG=str(tmp_path / "catalog.toml"),
+            MODELPORT_CONFIG=str(tmp_path / "config.toml"),
+            MODELPORT_DEMO_BALANCE_USD="50",
+            MODELPORT_SERVER__GRACEFUL_SHUTDOWN_SECONDS="1",
+        ) as server:
+            body = b""
+            # A long answer: counting to 2000 takes the small model far longer than the grace period.
+            request = {
+                "model": "local/smollm2-135m-instruct",
+                "max_tokens": 4000,
+                "stream": True,
+                "messages": [{"role": "user", "content": "Count from 1 to 2000, one number per line."}],
+            }
+            with httpx.stream(
+                "POST",
+                server.text_url + "/v1/messages",
+                json=request,
+                headers={"Authorization": f"Bearer {server.demo_key}"},
+                timeout=60,
+            ) as r:
+                assert r.status_code == 200
+                for chunk in r.iter_raw():
+                    if not body:
+                        server.process.send_signal(signal.SIGTERM)
+                    body += chunk
+            assert server.process.wait(timeout=30) == 0
+        assert b"event: error" in body and b"shutting down" in body, body[-400:]
+        assert b"message_stop" not in body
+    rows = (
+        sqlite3.connect(tmp_path / "modelport.db")
+        .execute("SELECT status, error, completion_tokens FROM request_logs")
+        .fetchall()
+    )
+    assert len(rows) == 1, rows
+    status, error, completion_tokens = rows[0]
+    assert status == "error" and "shutting down" in error, rows
+    # Billed what it produced (its cost rounds to 0 micro-USD at the local model's tiny prices).
+    assert completion_tokens and completion_tokens > 0
