@@ -180,6 +180,8 @@ media_files = Table(
     Column("storage_key", String(512), nullable=False),
     Column("created_at_ms", BigInteger, nullable=False),
     Column("expires_at_ms", BigInteger, nullable=False, index=True),
+    # The task this file is a result of; None for uploads, the only files the upload quota counts.
+    Column("task_id", String(64), nullable=True),
     Index("ix_media_files_team_created", "team_id", "created_at_ms"),
 )
 

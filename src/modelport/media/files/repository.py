@@ -88,15 +88,18 @@ def _lock_key(team_id: str) -> int:
 
 
 async def _usage(conn: AsyncConnection, team_id: str, now_ms: int) -> Usage:
+    # Uploads only: task results (rows with a task_id) are listed with the team's files but never use up
+    # the upload quota.
     query = select(func.count(), func.coalesce(func.sum(media_files.c.size_bytes), 0)).where(
-        media_files.c.team_id == team_id, media_files.c.expires_at_ms > now_ms
+        media_files.c.team_id == team_id, media_files.c.expires_at_ms > now_ms, media_files.c.task_id.is_(None)
     )
     count, total = (await conn.execute(query)).one()
     return Usage(files=int(count), bytes=int(total))
 
 
 async def team_usage(engine: AsyncEngine, team_id: str, now_ms: int) -> Usage:
-    """Files and bytes a team holds; expired files not yet swept do not count."""
+    """Uploaded files and bytes a team holds (what its upload quota counts); expired files not yet swept
+    and task results do not count."""
     async with engine.connect() as conn:
         return await _usage(conn, team_id, now_ms)
 

@@ -75,7 +75,10 @@ class FilesService:
         now = self._clock()
         usage = await repo.team_usage(self.engine, team_id, now)
         if usage.files >= self.settings.quota_files:
-            raise QuotaExceeded(f"the team already holds {usage.files} files, the most allowed; delete files first")
+            raise QuotaExceeded(
+                f"the team already holds {usage.files} uploaded files, the most its upload quota allows;"
+                " delete files first"
+            )
         room = self.settings.quota_bytes - usage.bytes
         if room <= 0:
             raise QuotaExceeded("the team's storage quota (bytes) is used up; delete files first")

@@ -309,6 +309,7 @@ async def finish_success(
                     storage_key=f.storage_key,
                     created_at_ms=now,
                     expires_at_ms=result_expires_at_ms,
+                    task_id=task.id,  # a result, not an upload: outside the upload quota
                 )
             )
         await _settle_and_notify(conn, task, cost=task.cost_micros or 0, outbox=outbox)
