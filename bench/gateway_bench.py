@@ -509,7 +509,11 @@ async def main_async(args: argparse.Namespace) -> int:
         for proc in servers.values():
             if proc is not upstream:
                 proc.stop()
-        hold = await _hold.measure(args.database_url or f"sqlite+aiosqlite:///{data_dir / 'modelport.db'}")
+        try:
+            hold = await _hold.measure(args.database_url or f"sqlite+aiosqlite:///{data_dir / 'modelport.db'}")
+        except Exception as exc:  # e.g. a --launcher of another checkout left an older schema
+            print(f"ledger hold not measured: {exc!r}"[:300])
+            hold = None
         rat = ratios(results)
         print_report(results, rat, memory, hold, facts)
         print(f"gateway CPU when idle: {idle_cpu:.1f} ms per second (timers, batch writers)")

@@ -60,7 +60,15 @@ def base_app(
             await services.aclose()
 
     app = FastAPI(
-        title=title, version="1.0.0", docs_url=None, redoc_url=None, openapi_url="/openapi.json", lifespan=lifespan
+        title=title,
+        version="1.0.0",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+        lifespan=lifespan,
+        # FastAPI's own OpenTelemetry hooks (0.16x) look up three global providers on every request (~2% of
+        # the gateway's CPU); tracing is ours (`tracing.py`, its own provider) and metrics are Prometheus.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.services = services
     install_error_handlers(app, host, error_shape)
