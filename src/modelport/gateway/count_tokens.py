@@ -2,7 +2,9 @@
 
 Exact when the model has an `anthropic` deployment: the request goes to that upstream's own counting
 endpoint (the deployments in routing order; one that is rate limited, failing or without the endpoint is
-skipped). Otherwise, or when no such upstream answers, the gateway's estimate (the one it holds credit
+skipped). Exact for the embedded local model too: the request, translated to Chat Completions as a call
+would be, goes through the model's own chat template and tokenizer (llama.cpp; nothing is generated).
+Otherwise, or when no such upstream answers, the gateway's estimate (the one it holds credit
 with: characters / 4, a fixed amount per media part, + 16); the answer says which with `estimated`.
 A query: counted against the query rate limit, not billed, no request-log row.
 """
@@ -20,13 +22,16 @@ from modelport import tracing
 from modelport.accounts.auth import AuthContext
 from modelport.billing.pricing import estimate_input_tokens
 from modelport.catalog_spec import Deployment
+from modelport.core.messages import CanonicalRequest
+from modelport.errors import ServiceError
 from modelport.gateway.headers import session_id
 from modelport.gateway.openapi_docs import REQUEST_BODIES, TOKEN_COUNT
 from modelport.gateway.pipeline import FORWARDED_HEADERS, TEXT_GATEWAY, TextGateway, read_json_body
 from modelport.gateway.upstream_errors import client_error_for, is_deployment_fault, is_retryable
+from modelport.protocols import get_codec
 from modelport.protocols.anthropic_messages import CODEC as MESSAGES
 from modelport.protocols.anthropic_messages import decode_request
-from modelport.upstreams.kinds import auth_headers, count_tokens_url
+from modelport.upstreams.kinds import auth_headers, count_tokens_url, protocol_of
 from modelport.upstreams.transport import UpstreamUnreachable
 from modelport.web.deps import get_services, text_auth
 from modelport.web.envelope import JSONBytesResponse
@@ -70,11 +75,24 @@ async def count_tokens(request: Request, auth: AuthContext = Depends(text_auth))
     for candidate in gateway.caller.router.plan(model, session_id(request.headers)):
         if gateway.caller.router.is_cooling(candidate):
             continue
-        exact = await _upstream_count(gateway, candidate.deployment, body, forwarded)
+        if candidate.deployment.kind == "local":
+            exact = await _local_count(gateway, candidate.deployment, canonical)
+        else:
+            exact = await _upstream_count(gateway, candidate.deployment, body, forwarded)
         if exact is not None:
             return JSONBytesResponse({"input_tokens": exact}, headers=limit_headers)
     estimate = estimate_input_tokens(canonical)
     return JSONBytesResponse({"input_tokens": estimate, "estimated": True}, headers=limit_headers)
+
+
+async def _local_count(gateway: TextGateway, deployment: Deployment, canonical: CanonicalRequest) -> int | None:
+    """The embedded model's own count; None (estimate instead) if it cannot give one (not installed, or a
+    request it would refuse, such as an image part)."""
+    chat_body = get_codec(protocol_of(deployment)).encode_request(canonical, deployment.model)
+    try:
+        return await gateway.caller.pool.local_model(deployment).count_prompt_tokens(chat_body)
+    except ServiceError:
+        return None
 
 
 async def _upstream_count(

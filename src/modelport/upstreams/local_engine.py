@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -63,6 +64,8 @@ class Job:
     request: LocalRequest
     emit: Callable[[Event], None]
     cancel: threading.Event = field(default_factory=threading.Event)
+    # Only count the prompt's tokens (chat template applied, as generation would): nothing is evaluated.
+    count_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,9 +153,33 @@ class EnginePool:
         return model
 
 
+class PromptCounted(Exception):
+    """Raised by a count-only job's `generate` with the prompt's token count: it leaves llama.cpp before
+    anything is evaluated (its completion code would read the scores of a generation that never ran)."""
+
+    def __init__(self, tokens: int) -> None:
+        super().__init__(tokens)
+        self.tokens = tokens
+
+
+# llama-cpp-python's refusal of a prompt longer than the context names the prompt's token count.
+_TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window")
+
+
 def _generate(model: Any, job: Job) -> Finished:
     """Run one chat completion on this thread, emitting text deltas as tokens arrive."""
-    model.begin(job.cancel)
+    model.begin(job.cancel, count_only=job.count_only)
+    if job.count_only:
+        try:
+            model.create_chat_completion(messages=job.request.messages, **job.request.params)
+        except PromptCounted as counted:
+            return Finished("length", counted.tokens, 0)
+        except ValueError as exc:  # too long for the context window: still a count
+            found = _TOO_LONG.search(str(exc))
+            if found is None:
+                raise
+            return Finished("length", int(found.group(1)), 0)
+        raise AssertionError("a count-only job did not reach generation")
     chunks: Iterator[dict[str, Any]] = model.create_chat_completion(
         messages=job.request.messages, stream=True, **job.request.params
     )
@@ -200,13 +227,18 @@ def _metered_llama_class() -> type:
         metered_completion_tokens = 0
         _cancel: threading.Event | None = None
 
-        def begin(self, cancel: threading.Event) -> None:
+        _count_only = False
+
+        def begin(self, cancel: threading.Event, *, count_only: bool = False) -> None:
             self.metered_prompt_tokens = 0
             self.metered_completion_tokens = 0
             self._cancel = cancel
+            self._count_only = count_only
 
         def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Generator[int, Any, None]:
             self.metered_prompt_tokens = len(tokens)
+            if self._count_only:  # the prompt as llama.cpp tokenized it is all a count needs
+                raise PromptCounted(len(tokens))
             for token in super().generate(tokens, *args, **kwargs):
                 if self._cancel is not None and self._cancel.is_set():
                     return

@@ -124,6 +124,16 @@ class LocalModel:
         request = parse_request(body, default_max_tokens=self._default_max_tokens)
         return self._chunks(request, cut)
 
+    async def count_prompt_tokens(self, body: Mapping[str, Any]) -> int:
+        """The prompt tokens a Chat Completions request body would use, from the model's own chat template
+        and tokenizer (nothing is generated; the job waits its turn behind running generations)."""
+        request = parse_request(body, default_max_tokens=self._default_max_tokens)
+        async with contextlib.aclosing(self._events(request, count_only=True)) as events:
+            async for event in events:
+                if isinstance(event, Finished):
+                    return event.prompt_tokens
+        raise AssertionError("counting ended without a result")  # _events always ends on Finished
+
     async def warm_up(self) -> None:
         """Load the model now rather than on the first request."""
         await self.complete({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
@@ -149,7 +159,9 @@ class LocalModel:
                     if usage:
                         yield usage_chunk_dict(cid, created, self.name, event.prompt_tokens, event.completion_tokens)
 
-    async def _events(self, request: LocalRequest, cut: StreamCut | None = None) -> AsyncGenerator[Event, None]:
+    async def _events(
+        self, request: LocalRequest, cut: StreamCut | None = None, *, count_only: bool = False
+    ) -> AsyncGenerator[Event, None]:
         """Submit a job and relay its events until it finishes; cancel it if the consumer leaves or `cut`
         fires (None in the inbox wakes the reader)."""
         loop = asyncio.get_running_loop()
@@ -161,7 +173,7 @@ class LocalModel:
             except RuntimeError:  # the loop is closed: nobody is listening any more
                 job.cancel.set()
 
-        job = Job(request=request, emit=emit)
+        job = Job(request=request, emit=emit, count_only=count_only)
 
         def interrupt() -> None:  # called on the loop, by `cut.fire`
             job.cancel.set()

@@ -22,11 +22,15 @@ class UpstreamPool:
 
     def transport(self, deployment: Deployment) -> Transport:
         if deployment.kind == "local":
-            model = self._local.get(deployment.model)
-            if model is None:
-                model = self._local[deployment.model] = LocalModel(name=deployment.model)
-            return LocalTransport(model)
+            return LocalTransport(self.local_model(deployment))
         return self.http(deployment, endpoint_url(deployment))
+
+    def local_model(self, deployment: Deployment) -> LocalModel:
+        """The embedded model of a `local` deployment, one per model name, loaded on first use."""
+        model = self._local.get(deployment.model)
+        if model is None:
+            model = self._local[deployment.model] = LocalModel(name=deployment.model)
+        return model
 
     def http(self, deployment: Deployment, url: str) -> HttpTransport:
         """An HTTP transport to `url` (an endpoint of `deployment`'s upstream) over the origin's pool."""

@@ -174,6 +174,30 @@ def test_count_tokens_estimates_for_other_upstreams_and_is_not_billed(gw: Gatewa
     assert _team_money(gw) == before
 
 
+@pytest.mark.local_model
+def test_count_tokens_is_exact_for_the_local_model(gw: Gateway) -> None:
+    local = "local/smollm2-135m-instruct"
+    body = {
+        "model": local,
+        "system": "You are terse.",
+        "messages": [
+            {"role": "user", "content": "Name three rivers in Europe, please."},
+            {"role": "assistant", "content": "Danube, Rhine, Seine."},
+            {"role": "user", "content": "And two in Asia?"},
+        ],
+    }
+    counted = post(gw, "/v1/messages/count_tokens", body).json()
+    assert "estimated" not in counted, counted
+    # The same request, run: the model reports the prompt tokens it really read.
+    ran = post(gw, "/v1/messages", {**body, "max_tokens": 1})
+    assert ran.status_code == 200, ran.text
+    assert counted["input_tokens"] == ran.json()["usage"]["input_tokens"]
+    # A prompt longer than the model's context window is still counted, not refused.
+    long = {"model": local, "messages": [{"role": "user", "content": "river " * 3000}]}
+    too_long = post(gw, "/v1/messages/count_tokens", long).json()
+    assert "estimated" not in too_long and too_long["input_tokens"] > 3000, too_long
+
+
 def test_count_tokens_validates_and_resolves_the_model(gw: Gateway) -> None:
     r = post(gw, "/v1/messages/count_tokens", {**COUNT_BODY, "model": "fake/nope"})
     assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
