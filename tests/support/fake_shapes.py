@@ -50,6 +50,13 @@ class Answer:
     tool_calls: tuple[ToolCall, ...] = ()
     finish: Finish = "stop"
     usage: Usage = field(default_factory=Usage)
+    logprobs: bool = False  # send token log probabilities (one entry per text piece), as asked by logprobs
+
+    def logprob_entries(self) -> list[dict[str, Any]]:
+        """One entry per text piece: {token, logprob, bytes, top_logprobs}, the same in Chat and Responses."""
+        if not self.logprobs:
+            return []
+        return [logprob_entry(piece, i) for i, piece in enumerate(self.text_pieces())]
 
     def text_pieces(self) -> list[str]:
         """The text split into word-sized deltas (a leading space stays with its word, like real tokens)."""
@@ -57,6 +64,11 @@ class Answer:
             return []
         words = self.text.split(" ")
         return [words[0]] + [" " + w for w in words[1:]]
+
+
+def logprob_entry(piece: str, i: int) -> dict[str, Any]:
+    top = {"token": piece, "logprob": -0.25 - i / 100, "bytes": list(piece.encode())}
+    return {**top, "top_logprobs": [top, {"token": "x", "logprob": -3.5, "bytes": [120]}]}
 
 
 def _call_id(call: ToolCall, index: int, prefix: str) -> str:
@@ -108,7 +120,14 @@ def chat_body(a: Answer, model: str, rid: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _chat_finish(a)}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": {"content": a.logprob_entries(), "refusal": None} if a.logprobs else None,
+                "finish_reason": _chat_finish(a),
+            }
+        ],
         "usage": chat_usage(a.usage),
         "service_tier": "default",
         "system_fingerprint": "fp_fake",
@@ -118,21 +137,25 @@ def chat_body(a: Answer, model: str, rid: str) -> dict[str, Any]:
 def chat_events(a: Answer, model: str, rid: str, include_usage: bool) -> list[bytes]:
     created = int(time.time())
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> dict[str, Any]:
         c: dict[str, Any] = {
             "id": f"chatcmpl-{rid}",
             "object": "chat.completion.chunk",
             "created": created,
             "model": model,
             "system_fingerprint": "fp_fake",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
         }
         if include_usage:
             c["usage"] = None
         return c
 
     chunks = [chunk({"role": "assistant", "content": "" if a.text else None, "refusal": None})]
-    chunks += [chunk({"content": piece}) for piece in a.text_pieces()]
+    entries = a.logprob_entries()
+    chunks += [
+        chunk({"content": piece}, logprobs={"content": [entries[i]], "refusal": None} if entries else None)
+        for i, piece in enumerate(a.text_pieces())
+    ]
     for i, call in enumerate(a.tool_calls):
         first = {"index": i, "id": _call_id(call, i, "call_"), "type": "function"}
         first["function"] = {"name": call.name, "arguments": ""}
@@ -180,7 +203,9 @@ def _responses_items(a: Answer, rid: str) -> list[dict[str, Any]]:
                 "type": "message",
                 "status": "completed",
                 "role": "assistant",
-                "content": [{"type": "output_text", "text": a.text, "annotations": [], "logprobs": []}],
+                "content": [
+                    {"type": "output_text", "text": a.text, "annotations": [], "logprobs": a.logprob_entries()}
+                ],
             }
         )
     for i, c in enumerate(a.tool_calls):
@@ -257,9 +282,10 @@ def _responses_message_events(add: Any, item: dict[str, Any], index: int, a: Ans
         item={**item, "status": "in_progress", "content": []},
     )
     add("response.content_part.added", **where, part=part)
-    for piece in a.text_pieces():
-        add("response.output_text.delta", **where, delta=piece, logprobs=[])
-    add("response.output_text.done", **where, text=a.text, logprobs=[])
+    entries = a.logprob_entries()
+    for i, piece in enumerate(a.text_pieces()):
+        add("response.output_text.delta", **where, delta=piece, logprobs=entries[i : i + 1])
+    add("response.output_text.done", **where, text=a.text, logprobs=entries)
     add("response.content_part.done", **where, part={**part, "text": a.text})
     add("response.output_item.done", output_index=index, item=item)
 

@@ -15,6 +15,7 @@ Encoders write final frames (``[DONE]``, ``message_stop``, ``response.completed`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from modelport.core.response import StopReason
 from modelport.core.usage import Usage
@@ -31,6 +32,9 @@ class ResponseStart:
 class TextDelta:
     index: int
     text: str
+    # Token log probabilities of this delta when the upstream sent them: Chat `logprobs.content` entries,
+    # which are also Responses `output_text` logprobs entries ({token, logprob, bytes, top_logprobs}).
+    logprobs: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

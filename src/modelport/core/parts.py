@@ -27,6 +27,9 @@ class TextPart:
     kind: ClassVar[str] = "text"
     text: str
     extras: dict[str, Any] = field(default_factory=_no_extras, compare=False)
+    # Output only: token log probabilities, entries {token, logprob, bytes, top_logprobs} (the same shape in
+    # Chat `logprobs.content` and Responses `output_text.logprobs`); None when the upstream sent none.
+    logprobs: list[dict[str, Any]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

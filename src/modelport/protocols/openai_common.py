@@ -43,3 +43,17 @@ def carry_to_responses(req: CanonicalRequest, body: dict[str, Any]) -> None:
             include.append(LOGPROBS_INCLUDE)
         if isinstance(extras.get("top_logprobs"), int):
             body["top_logprobs"] = extras["top_logprobs"]
+
+
+def logprob_entries(value: Any) -> list[dict[str, Any]] | None:
+    """Token log probability entries from the wire (Chat ``logprobs.content`` or Responses
+    ``output_text.logprobs``, the same shape): the dict entries of a non-empty list, else None."""
+    if not isinstance(value, list):
+        return None
+    entries = [e for e in value if isinstance(e, dict)]
+    return entries or None
+
+
+def chat_logprobs(entries: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """A Chat choice's ``logprobs`` object for `entries` (None when there are none)."""
+    return {"content": entries, "refusal": None} if entries else None

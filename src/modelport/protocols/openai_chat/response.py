@@ -15,6 +15,7 @@ from modelport.core.parts import OutputPart, ReasoningPart, RefusalPart, TextPar
 from modelport.core.response import CanonicalResponse
 from modelport.protocols.openai_chat.finish import finish_reason_to_wire, stop_reason_from_wire
 from modelport.protocols.openai_chat.usage import usage_from_wire, usage_to_wire
+from modelport.protocols.openai_common import chat_logprobs, logprob_entries
 
 PROTOCOL = "openai_chat"
 
@@ -41,7 +42,9 @@ def decode_response(body: dict[str, Any]) -> CanonicalResponse:
     if isinstance(reasoning, str) and reasoning:
         content.append(ReasoningPart(text=reasoning))
     if isinstance(message.get("content"), str) and message["content"]:
-        content.append(TextPart(text=message["content"]))
+        logprobs = choice.get("logprobs")
+        entries = logprob_entries(logprobs.get("content")) if isinstance(logprobs, dict) else None
+        content.append(TextPart(text=message["content"], logprobs=entries))
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
         content.append(RefusalPart(text=refusal))
@@ -100,13 +103,19 @@ def _arguments(text: str) -> str:
     return text if text.strip() else "{}"
 
 
+def _logprobs(resp: CanonicalResponse) -> dict[str, Any] | None:
+    """Log probabilities from another protocol's answer (a Responses upstream's `output_text` logprobs)."""
+    entries = [e for p in resp.content if isinstance(p, TextPart) for e in p.logprobs or ()]
+    return chat_logprobs(entries)
+
+
 def encode_response(resp: CanonicalResponse, model: str) -> dict[str, Any]:
     """The completion object a Chat client receives; `model` is the name the client asked for."""
     hints = resp.extras_for(PROTOCOL)
     choice: dict[str, Any] = {
         "index": 0,
         "message": encode_message(resp, hints),
-        **hints.get("_choice", {"logprobs": None}),
+        **hints.get("_choice", {"logprobs": _logprobs(resp)}),
         "finish_reason": finish_reason_to_wire(resp.stop_reason) if resp.stop_reason else "stop",
     }
     body: dict[str, Any] = {

@@ -26,6 +26,7 @@ from modelport.core.events import (
 )
 from modelport.protocols.openai_chat.finish import stop_reason_from_wire
 from modelport.protocols.openai_chat.usage import usage_from_wire
+from modelport.protocols.openai_common import logprob_entries
 
 
 class ChatStreamDecoder:
@@ -87,7 +88,8 @@ class ChatStreamDecoder:
     def _choice(self, choice: dict[str, Any], events: list[StreamEvent]) -> None:
         delta = choice.get("delta")
         if isinstance(delta, dict):
-            self._delta(delta, events)
+            logprobs = choice.get("logprobs")
+            self._delta(delta, events, logprob_entries(logprobs.get("content")) if isinstance(logprobs, dict) else None)
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and not self._finished:
             self._finished = True
@@ -96,7 +98,9 @@ class ChatStreamDecoder:
             if stop is not None:
                 events.append(Finish(stop))
 
-    def _delta(self, delta: dict[str, Any], events: list[StreamEvent]) -> None:
+    def _delta(
+        self, delta: dict[str, Any], events: list[StreamEvent], logprobs: list[dict[str, Any]] | None = None
+    ) -> None:
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             if self._reasoning is None:
@@ -106,7 +110,7 @@ class ChatStreamDecoder:
         if isinstance(content, str) and content:
             if self._text is None:
                 self._text = self._new_part()
-            events.append(TextDelta(self._text, content))
+            events.append(TextDelta(self._text, content, logprobs))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             self._refused = True

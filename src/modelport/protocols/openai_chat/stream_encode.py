@@ -30,6 +30,7 @@ from modelport.core.response import StopReason
 from modelport.core.usage import Usage
 from modelport.protocols.openai_chat.finish import finish_reason_to_wire
 from modelport.protocols.openai_chat.usage import usage_to_wire
+from modelport.protocols.openai_common import chat_logprobs
 
 
 def frame(payload: dict[str, Any]) -> bytes:
@@ -52,13 +53,15 @@ class ChatStreamEncoder:
         self._no_arguments: set[int] = set()  # calls whose arguments have not started yet
         self._usage: Usage | None = None
 
-    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    def _chunk(
+        self, delta: dict[str, Any], finish_reason: str | None = None, logprobs: dict[str, Any] | None = None
+    ) -> bytes:
         payload: dict[str, Any] = {
             "id": self._id,
             "object": "chat.completion.chunk",
             "created": self._created,
             "model": self._model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+            "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}],
         }
         if self._include_usage:
             payload["usage"] = None
@@ -79,10 +82,10 @@ class ChatStreamEncoder:
                 if created is not None:
                     self._created = created
                 return b""
-            case TextDelta(text=text):
+            case TextDelta(text=text, logprobs=logprobs):
                 if not text:
                     return b""
-                return self._role() + self._chunk({"content": text})
+                return self._role() + self._chunk({"content": text}, logprobs=chat_logprobs(logprobs))
             case RefusalDelta(text=text):
                 if not text:
                     return b""

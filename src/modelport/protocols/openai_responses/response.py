@@ -15,6 +15,7 @@ from modelport.core.messages import CanonicalRequest
 from modelport.core.parts import OpaquePart, OutputPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from modelport.core.reasoning_carry import wrap_anthropic
 from modelport.core.response import CanonicalResponse
+from modelport.protocols.openai_common import logprob_entries
 from modelport.protocols.openai_responses.echo import echo_fields
 from modelport.protocols.openai_responses.input_decode import summary_texts
 from modelport.protocols.openai_responses.items import (
@@ -99,7 +100,13 @@ def _message_parts(item: dict[str, Any]) -> list[OutputPart]:
         if not isinstance(c, dict):
             continue
         if c.get("type") == "output_text":
-            parts.append(TextPart(text=_str(c.get("text")), extras={**_wire(c, ("type", "text")), **hint}))
+            parts.append(
+                TextPart(
+                    text=_str(c.get("text")),
+                    extras={**_wire(c, ("type", "text")), **hint},
+                    logprobs=logprob_entries(c.get("logprobs")),
+                )
+            )
         elif c.get("type") == "refusal":
             parts.append(RefusalPart(text=_str(c.get("refusal")), extras={**_wire(c, ("type", "refusal")), **hint}))
     return parts
@@ -185,6 +192,8 @@ def encode_output(content: list[OutputPart], status: str, *, same: bool = False)
         item_id = ph.get("_item_id") if isinstance(ph.get("_item_id"), str) else None
         if isinstance(part, TextPart | RefusalPart):
             entry = output_text(part.text) if isinstance(part, TextPart) else refusal_content(part.text)
+            if isinstance(part, TextPart) and part.logprobs:
+                entry["logprobs"] = part.logprobs
             entry.update(_wire_hints(ph))
             last = items[-1] if items else None
             if item_id is not None and last is not None and last.get("type") == "message" and last["id"] == item_id:

@@ -29,6 +29,7 @@ from modelport.core.events import (
     UsageUpdate,
 )
 from modelport.core.response import StopReason
+from modelport.protocols.openai_common import logprob_entries
 from modelport.protocols.openai_responses.input_decode import summary_texts
 from modelport.protocols.openai_responses.status import stop_reason_from_wire
 from modelport.protocols.openai_responses.usage import usage_from_wire
@@ -221,7 +222,11 @@ class ResponsesStreamDecoder:
         delta = _str(payload.get("delta"))
         if part is not None and delta:
             part.streamed = True
-            events.append(RefusalDelta(part.index, delta) if part.kind == "refusal" else TextDelta(part.index, delta))
+            events.append(
+                RefusalDelta(part.index, delta)
+                if part.kind == "refusal"
+                else TextDelta(part.index, delta, logprob_entries(payload.get("logprobs")))
+            )
 
     def _text_done(self, payload: dict[str, Any], events: list[StreamEvent]) -> None:
         kind = "refusal" if payload.get("type") == "response.refusal.done" else "output_text"

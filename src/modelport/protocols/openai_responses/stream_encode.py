@@ -64,6 +64,8 @@ class _Slot:
 
     kind: str  # text | refusal | reasoning | tool_call
     pending: list[str] = field(default_factory=list)  # deltas not yet on the wire
+    pending_logprobs: list[list[dict[str, Any]]] = field(default_factory=list)  # text: one list per pending delta
+    logprobs: list[dict[str, Any]] = field(default_factory=list)  # text: every log probability sent so far
     value: list[str] = field(default_factory=list)  # everything sent so far
     ended: bool = False  # the canonical part ended
     live: bool = False  # output_item.added was sent
@@ -158,8 +160,8 @@ class ResponsesStreamEncoder:
                     return b""
                 slot.ended = True
                 return self._pump()
-            case TextDelta(index=index, text=text):
-                return self._start() + self._delta(index, "text", text)
+            case TextDelta(index=index, text=text, logprobs=logprobs):
+                return self._start() + self._delta(index, "text", text, logprobs)
             case RefusalDelta(index=index, text=text):
                 return self._start() + self._delta(index, "refusal", text)
             case ReasoningDelta():
@@ -212,12 +214,14 @@ class ResponsesStreamEncoder:
             item = self._output[slot.output_index]
             self._output[slot.output_index] = {**item, "encrypted_content": encrypted_content}
 
-    def _delta(self, index: int, kind: str, text: str) -> bytes:
+    def _delta(self, index: int, kind: str, text: str, logprobs: list[dict[str, Any]] | None = None) -> bytes:
         if not text and self._done_on_wire(index):
             return b""  # nothing new for an item that is already complete
         slot = self._slot(index, kind)
         if text:
             slot.pending.append(text)
+            if kind == "text":
+                slot.pending_logprobs.append(logprobs or [])
         return self._pump()
 
     def _pump(self) -> bytes:
@@ -263,10 +267,12 @@ class ResponsesStreamEncoder:
     def _flush(self, slot: _Slot) -> bytes:
         out = b""
         ids = {"item_id": slot.item_id, "output_index": slot.output_index}
-        for text in slot.pending:
+        for n, text in enumerate(slot.pending):
             slot.value.append(text)
             if slot.kind == "text":
-                out += self._event("response.output_text.delta", **ids, content_index=0, delta=text, logprobs=[])
+                logprobs = slot.pending_logprobs[n]
+                slot.logprobs.extend(logprobs)
+                out += self._event("response.output_text.delta", **ids, content_index=0, delta=text, logprobs=logprobs)
             elif slot.kind == "refusal":
                 out += self._event("response.refusal.delta", **ids, content_index=0, delta=text)
             elif slot.kind == "tool_call":
@@ -279,6 +285,7 @@ class ResponsesStreamEncoder:
                     )
                 out += self._event("response.reasoning_summary_text.delta", **ids, summary_index=0, delta=text)
         slot.pending.clear()
+        slot.pending_logprobs.clear()
         return out
 
     def _finish(self, slot: _Slot) -> bytes:
@@ -304,8 +311,11 @@ class ResponsesStreamEncoder:
             item = reasoning_item(slot.item_id, value, slot.encrypted())
         else:
             if slot.kind == "text":
-                out += self._event("response.output_text.done", **ids, content_index=0, text=value, logprobs=[])
+                out += self._event(
+                    "response.output_text.done", **ids, content_index=0, text=value, logprobs=slot.logprobs
+                )
                 part = output_text(value)
+                part["logprobs"] = slot.logprobs
             else:
                 out += self._event("response.refusal.done", **ids, content_index=0, refusal=value)
                 part = refusal_content(value)
