@@ -27,12 +27,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
 import httpx
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
 from modelport.apps.assemble import build_services
@@ -136,6 +138,58 @@ def p99(samples: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
+@asynccontextmanager
+async def scratch_database(postgres_url: str, prefix: str, keep: bool) -> AsyncIterator[tuple[str, AsyncEngine]]:
+    """A new PostgreSQL database migrated to head, dropped afterwards unless `keep`."""
+    admin_dsn = asyncpg_dsn(postgres_url)
+    name = prefix + secrets.token_hex(4)
+    conn = await asyncpg.connect(admin_dsn)
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    url = make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    engine = create_engine(url)
+    try:
+        await upgrade_to_head(engine)
+        yield url, engine
+    finally:
+        await engine.dispose()
+        if keep:
+            print(f"kept database {name}")
+        else:
+            conn = await asyncpg.connect(admin_dsn)
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await conn.close()
+
+
+async def time_pages(client: httpx.AsyncClient, pages: dict[str, str], iterations: int) -> bool:
+    """Print p50/p99/max server time of each page; True when one is over the bound."""
+    failed = False
+    width = max(len(label) for label in pages)
+    print(f"\nserver time per page ({iterations} iterations, ms; in-process ASGI, no network)")
+    for label, path in pages.items():
+
+        async def call(p: str = path) -> None:
+            r = await client.get(p)
+            assert r.status_code == 200, (p, r.status_code, r.text[:300])
+
+        samples = await timed(call, iterations)
+        worst = p99(samples)
+        failed |= worst > BOUND_MS
+        flag = "" if worst <= BOUND_MS else "   OVER 300 ms"
+        print(
+            f"  {label:{width}s} p50 {statistics.median(samples):7.1f}  p99 {worst:7.1f}  "
+            f"max {max(samples):7.1f}{flag}",
+            flush=True,
+        )
+    return failed
+
+
+def report(failed: bool) -> None:
+    print("\nevery page under 300 ms (p99)" if not failed else "\nSOME PAGE OVER 300 ms (p99)")
+    if failed:
+        sys.exit(1)
+
+
 async def sign_in(client: httpx.AsyncClient, key: str) -> None:
     page = (await client.get("/console/sign-in")).text
     found = re.search(r'name="csrf_token" value="([^"]+)"', page)
@@ -156,16 +210,7 @@ async def older_cursor(client: httpx.AsyncClient, path: str, hops: int) -> str:
 
 
 async def run(args: argparse.Namespace) -> None:
-    admin_dsn = asyncpg_dsn(args.postgres_url)
-    name = "mp_bench_console_" + secrets.token_hex(4)
-    conn = await asyncpg.connect(admin_dsn)
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    url = make_url(args.postgres_url).set(database=name).render_as_string(hide_password=False)
-    engine = create_engine(url)
-    failed = False
-    try:
-        await upgrade_to_head(engine)
+    async with scratch_database(args.postgres_url, "mp_bench_console_", args.keep) as (url, engine):
         team = await accounts.create_team(engine, "bench-console", tier=Settings().tiers[-1].name)
         created = [await accounts.create_key(engine, team.id, name=f"key {i}") for i in range(3)]
         end_s = int(time.time())
@@ -200,33 +245,8 @@ async def run(args: argparse.Namespace) -> None:
                     "tasks": "/console/tasks",
                     "assets": "/console/assets",
                 }
-                print(f"\nserver time per page ({args.iterations} iterations, ms; in-process ASGI, no network)")
-                for label, path in pages.items():
-
-                    async def call(p: str = path) -> None:
-                        r = await client.get(p)
-                        assert r.status_code == 200, (p, r.status_code, r.text[:300])
-
-                    samples = await timed(call, args.iterations)
-                    worst = p99(samples)
-                    failed |= worst > BOUND_MS
-                    flag = "" if worst <= BOUND_MS else "   OVER 300 ms"
-                    print(
-                        f"  {label:28s} p50 {statistics.median(samples):7.1f}  p99 {worst:7.1f}  "
-                        f"max {max(samples):7.1f}{flag}",
-                        flush=True,
-                    )
-    finally:
-        await engine.dispose()
-        if not args.keep:
-            conn = await asyncpg.connect(admin_dsn)
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            await conn.close()
-        else:
-            print(f"kept database {name}")
-    print("\nevery page under 300 ms (p99)" if not failed else "\nSOME PAGE OVER 300 ms (p99)")
-    if failed:
-        sys.exit(1)
+                failed = await time_pages(client, pages, args.iterations)
+    report(failed)
 
 
 def main() -> None:

@@ -15,24 +15,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import secrets
-import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import asyncpg
 import httpx
-from console_pages import BOUND_MS, DAY_S, DEFAULT_URL, asyncpg_dsn, fill, p99, timed
-from sqlalchemy.engine import make_url
+from console_pages import DAY_S, DEFAULT_URL, asyncpg_dsn, fill, report, scratch_database, time_pages
 
 from modelport.accounts import service as accounts
 from modelport.apps.assemble import build_services
 from modelport.apps.media import create_media_app
 from modelport.settings import Settings
-from modelport.storage.db import create_engine
-from modelport.storage.migrate import upgrade_to_head
 
 TOKEN = "bench-operator-token-0123456789"
 
@@ -55,16 +48,7 @@ async def older(client: httpx.AsyncClient, path: str, hops: int) -> str:
 
 
 async def run(args: argparse.Namespace) -> None:
-    admin_dsn = asyncpg_dsn(args.postgres_url)
-    name = "mp_bench_operator_" + secrets.token_hex(4)
-    conn = await asyncpg.connect(admin_dsn)
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    url = make_url(args.postgres_url).set(database=name).render_as_string(hide_password=False)
-    engine = create_engine(url)
-    failed = False
-    try:
-        await upgrade_to_head(engine)
+    async with scratch_database(args.postgres_url, "mp_bench_operator_", args.keep) as (url, engine):
         team = await accounts.create_team(engine, "bench-console", tier=Settings().tiers[-1].name)
         created = [await accounts.create_key(engine, team.id, name=f"key {i}") for i in range(3)]
         end_s = int(time.time())
@@ -106,31 +90,8 @@ async def run(args: argparse.Namespace) -> None:
                     "queue": "/console/admin/queue",
                     "models": "/console/admin/models",
                 }
-                print(f"\nserver time per page ({args.iterations} iterations, ms; in-process ASGI, no network)")
-                for label, path in pages.items():
-
-                    async def call(p: str = path) -> None:
-                        r = await client.get(p)
-                        assert r.status_code == 200, (p, r.status_code, r.text[:300])
-
-                    samples = await timed(call, args.iterations)
-                    worst = p99(samples)
-                    failed |= worst > BOUND_MS
-                    flag = "" if worst <= BOUND_MS else "   OVER 300 ms"
-                    print(
-                        f"  {label:30s} p50 {statistics.median(samples):7.1f}  p99 {worst:7.1f}  "
-                        f"max {max(samples):7.1f}{flag}",
-                        flush=True,
-                    )
-    finally:
-        await engine.dispose()
-        if not args.keep:
-            conn = await asyncpg.connect(admin_dsn)
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            await conn.close()
-    print("\nevery page under 300 ms (p99)" if not failed else "\nSOME PAGE OVER 300 ms (p99)")
-    if failed:
-        sys.exit(1)
+                failed = await time_pages(client, pages, args.iterations)
+    report(failed)
 
 
 def main() -> None:
