@@ -5,7 +5,6 @@ would not); bad references are refused at creation and unreadable images fail th
 
 from __future__ import annotations
 
-import asyncio
 import io
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -15,7 +14,9 @@ import pytest
 import trustme
 from PIL import Image, ImageDraw
 
-from tests.integration.assets.helpers import ADMIN_TOKEN, Assets, asset_server, make_team
+from tests.integration.assets.helpers import Assets, asset_server
+from tests.integration.tasks import serve_calls
+from tests.integration.tasks.serve_calls import balance, funded_team
 from tests.support.https_origin import HttpsOrigin
 from tests.support.server import RunningServer
 from tests.support.ssim import ssim
@@ -51,15 +52,7 @@ def server(origin: HttpsOrigin, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 @pytest.fixture(scope="module")
 def key(server: RunningServer) -> str:
-    key = make_team(server, "stylists", asset_service=True)
-    got = httpx.post(
-        f"{server.media_url}/admin/v1/teams/stylists/topups",
-        json={"amount_usd": "10"},
-        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-        timeout=30,
-    )
-    assert got.status_code == 200, got.text
-    return key
+    return funded_team(server, "stylists")
 
 
 @pytest.fixture
@@ -68,24 +61,8 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
-async def balance(client: httpx.AsyncClient, server: RunningServer, key: str) -> float:
-    got = await client.get(server.media_url + "/api/v1/team/balance", headers={"Authorization": f"Bearer {key}"})
-    value: float = got.json()["data"]["available_balance"]
-    return value
-
-
 async def run_task(client: httpx.AsyncClient, server: RunningServer, key: str, body: dict[str, Any]) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {key}"}
-    created = await client.post(server.media_url + STYLE, json=body, headers=headers)
-    assert created.status_code == 200, created.text
-    task_id = created.json()["data"]["task_id"]
-    for _ in range(600):
-        got = await client.get(f"{server.media_url}/api/v1/tasks/{task_id}", headers=headers)
-        data: dict[str, Any] = got.json()["data"]
-        if data["status"] in ("success", "failed", "cancelled"):
-            return data
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"task {task_id} did not end")
+    return await serve_calls.run_task(client, server, key, STYLE, body)
 
 
 async def output(client: httpx.AsyncClient, task: dict[str, Any]) -> Image.Image:
