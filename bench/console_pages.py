@@ -27,12 +27,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
 import httpx
+from logs_query import p99, timed
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -122,22 +123,6 @@ async def fill(dsn: str, team_id: str, keys: list[str], args: argparse.Namespace
         await conn.close()
 
 
-async def timed(fn: Callable[[], Awaitable[object]], iterations: int, warmup: int = 3) -> list[float]:
-    for _ in range(warmup):
-        await fn()
-    samples = []
-    for _ in range(iterations):
-        begun = time.perf_counter()
-        await fn()
-        samples.append((time.perf_counter() - begun) * 1000)
-    return samples
-
-
-def p99(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-
-
 @asynccontextmanager
 async def scratch_database(postgres_url: str, prefix: str, keep: bool) -> AsyncIterator[tuple[str, AsyncEngine]]:
     """A new PostgreSQL database migrated to head, dropped afterwards unless `keep`."""
@@ -172,7 +157,7 @@ async def time_pages(client: httpx.AsyncClient, pages: dict[str, str], iteration
             r = await client.get(p)
             assert r.status_code == 200, (p, r.status_code, r.text[:300])
 
-        samples = await timed(call, iterations)
+        samples = await timed(call, iterations, warmup=3)
         worst = p99(samples)
         failed |= worst > BOUND_MS
         flag = "" if worst <= BOUND_MS else "   OVER 300 ms"
