@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from modelport.apps import health
 from modelport.apps.health import HEALTH_PATHS
@@ -19,6 +20,23 @@ from modelport.web.http_metrics import HttpMetrics
 from modelport.web.http_tracing import HttpTracing
 from modelport.web.openapi import install_openapi
 from modelport.web.request_id import RequestIdMiddleware
+
+
+class HostApp(FastAPI):
+    """FastAPI with a front lane: POSTs to the `front_paths` go to `front`, a plain ASGI app, before
+    Starlette's middleware stack and router (the text gateway's protocol routes: `gateway/dispatch.py`)."""
+
+    front: ASGIApp | None = None
+    front_paths: frozenset[str] = frozenset()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        front = self.front
+        # front_paths is empty when there is no front; the path test comes first: the cheapest refusal.
+        if scope.get("path") in self.front_paths and scope["type"] == "http" and scope["method"] == "POST" and front:
+            scope["app"] = self
+            await front(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def wants_html(request: Request) -> bool:
@@ -46,7 +64,7 @@ def base_app(
     title: str,
     error_shape: ErrorShape | None = None,
     browser_home: str | None = None,
-) -> FastAPI:
+) -> HostApp:
     """A FastAPI app for one host. Add routes, then call `finish_app`.
 
     `browser_home`: where `GET /` sends a browser (303); API clients keep the JSON answer."""
@@ -59,7 +77,7 @@ def base_app(
         finally:
             await services.aclose()
 
-    app = FastAPI(
+    app = HostApp(
         title=title,
         version="1.0.0",
         docs_url=None,
@@ -91,20 +109,26 @@ def base_app(
 
 
 def finish_app(
-    app: FastAPI,
+    app: HostApp,
     *,
     host: Host,
     public: frozenset[str] = frozenset(),
     extra_errors: Callable[[str, str], tuple[int, ...]] = lambda _method, _path: (),
-    fixed_routes: frozenset[str] = frozenset(),
-) -> FastAPI:
-    """`fixed_routes`: paths answered in front of the router (their own route label in the metrics)."""
+    front: ASGIApp | None = None,
+    front_paths: frozenset[str] = frozenset(),
+) -> HostApp:
+    """`front`: the ASGI app answering POSTs to `front_paths` ahead of the stack (their own route label in
+    the metrics; metrics and tracing wrap it as they wrap the stack)."""
     install_openapi(app, host, public=public | HEALTH_PATHS, extra_errors=extra_errors)
     app.add_middleware(RefuseNulBytes, host=host)
     app.add_middleware(RequestIdMiddleware, host=host)
     services: Services = app.state.services
     if services.settings.tracing.enabled:
-        app.add_middleware(HttpTracing, host=host, fixed=fixed_routes)
+        app.add_middleware(HttpTracing, host=host, fixed=front_paths)
+        front = HttpTracing(front, host=host, fixed=front_paths) if front is not None else None
     if services.settings.metrics_port is not None:
-        app.add_middleware(HttpMetrics, host=host, fixed=fixed_routes)  # outermost: times everything
+        app.add_middleware(HttpMetrics, host=host, fixed=front_paths)  # outermost: times everything
+        front = HttpMetrics(front, host=host, fixed=front_paths) if front is not None else None
+    app.front = front
+    app.front_paths = front_paths if front is not None else frozenset()
     return app

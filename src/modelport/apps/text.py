@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
-
 from modelport.apps.assemble import build_services
-from modelport.apps.factory import base_app, finish_app
+from modelport.apps.factory import HostApp, base_app, finish_app
 from modelport.gateway import count_tokens, models_route, routes
-from modelport.gateway.dispatch import ProtocolDispatch, messages_error_shape
+from modelport.gateway.dispatch import PROTOCOL_PATHS, ProtocolEntry, messages_error_shape
 from modelport.gateway.pipeline import TEXT_GATEWAY
-from modelport.gateway.protocol_routes import BY_PATH
 from modelport.requestlog import routes as log_routes
 from modelport.services import Services
 from modelport.settings import Settings, load_settings
 
 
-def create_text_app(services: Services | None = None, settings: Settings | None = None) -> FastAPI:
+def create_text_app(services: Services | None = None, settings: Settings | None = None) -> HostApp:
     services = services or build_services(settings or load_settings())
     app = base_app(services, host="text", title="modelport text gateway", error_shape=messages_error_shape)
     app.include_router(models_route.router)
     app.include_router(routes.router)
     app.include_router(count_tokens.router)
     app.include_router(log_routes.router)
-    # Inside the request-id middleware (added by finish_app, outermost), in front of the router.
-    app.add_middleware(ProtocolDispatch, gateway=services[TEXT_GATEWAY])
-    return finish_app(app, host="text", extra_errors=text_errors, fixed_routes=frozenset(BY_PATH))
+    entry = ProtocolEntry(services[TEXT_GATEWAY])
+    return finish_app(app, host="text", extra_errors=text_errors, front=entry, front_paths=PROTOCOL_PATHS)
 
 
 def text_errors(method: str, path: str) -> tuple[int, ...]:

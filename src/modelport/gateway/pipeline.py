@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 import orjson
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response, StreamingResponse
 
 from modelport import tracing
 from modelport.accounts.auth import AuthContext
@@ -25,6 +24,7 @@ from modelport.core.codec import ProtocolName
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, PayloadTooLarge, ServiceError
 from modelport.gateway.accounting import Accounting
+from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.gateway.headers import session_id, svc_user_id
@@ -32,7 +32,7 @@ from modelport.gateway.live_streams import LiveStreams
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
-from modelport.gateway.upstream_call import UpstreamCaller
+from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
 from modelport.protocols import CODECS, get_codec
 from modelport.services import ServiceKey
 from modelport.tracing import TRACEPARENT, TRACESTATE
@@ -47,7 +47,6 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 FORWARDED_HEADERS = tuple(
     dict.fromkeys([*(h for codec in CODECS.values() for h in codec.forwarded_headers), TRACEPARENT, TRACESTATE])
 )
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 TEXT_GATEWAY: ServiceKey[TextGateway] = ServiceKey("text gateway")
 
 
@@ -100,7 +99,7 @@ class TextGateway:
             )
         return model
 
-    async def handle(self, request: Request, endpoint: str, protocol: ProtocolName) -> Response:
+    async def handle(self, request: Request, endpoint: str, protocol: ProtocolName) -> BodyAnswer | StreamAnswer:
         arrived = time.perf_counter()
         auth = await text_auth(request)
         started_ms = now_ms()
@@ -146,7 +145,7 @@ class TextGateway:
             trace=tracing.current(),
         )
 
-    async def _run(self, request: Request, ctx: RequestContext) -> Response:
+    async def _run(self, request: Request, ctx: RequestContext) -> BodyAnswer | StreamAnswer:
         # Cheap refusals first: limits and balance before reading any of our own media from storage.
         if ctx.trace is None:
             await self.accounting.admit(ctx)
@@ -156,8 +155,8 @@ class TextGateway:
         ending = _Ending(self, ctx, outcome)
         try:
             ctx.rewritten = await self.own_media.inline(ctx.canonical)
-            # Until the upstream answers (the whole body, when not streaming) a hang-up cancels the call.
-            call = await _until_disconnect(request, self.caller.open(ctx))
+            # Until the upstream has answered (the whole body, when not streaming) a hang-up cancels the call.
+            call, payload = await _until_disconnect(request, self._call(ctx, outcome))
         except ServiceError as exc:
             outcome.fail(exc.text_message, exc.status)
             ending()
@@ -168,9 +167,7 @@ class TextGateway:
             ending()
             raise
         response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
-        outcome.deployment = call.candidate.key
-        outcome.fast = call.fast
-        if ctx.stream:
+        if payload is None:
             ending.stream = call.reply
             self.live_streams.add(call.reply)
             stream = (
@@ -178,28 +175,34 @@ class TextGateway:
                 if call.fast
                 else translated_stream(ctx, call, response_id, outcome, ending)
             )
-            return StreamingResponse(
-                stream, media_type="text/event-stream", headers={**SSE_HEADERS, **ctx.extra_response_headers}
-            )
+            return StreamAnswer(stream, headers=ctx.extra_response_headers)
         try:
-            payload = await _until_disconnect(request, call.reply.read_all())
-            outcome.upstream_done = time.perf_counter()
             content = (
                 fast_body(ctx, call, payload, outcome)
                 if call.fast
                 else translated_body(ctx, call, payload, response_id, outcome)
             )
-        except ClientGone:
-            outcome.cancel(499)
-            raise
         except ServiceError as exc:
             outcome.fail(exc.text_message, exc.status)
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             raise
         finally:
-            await call.reply.release()
             ending()
-        return Response(content, media_type="application/json", headers=ctx.extra_response_headers)
+        return BodyAnswer(content, headers=ctx.extra_response_headers)
+
+    async def _call(self, ctx: RequestContext, outcome: Outcome) -> tuple[OpenCall, bytes | None]:
+        """The upstream call, and its whole body when not streaming (None: a stream to relay)."""
+        call = await self.caller.open(ctx)
+        outcome.deployment = call.candidate.key
+        outcome.fast = call.fast
+        if ctx.stream:
+            return call, None
+        try:
+            payload = await call.reply.read_all()
+        finally:
+            await call.reply.release()
+        outcome.upstream_done = time.perf_counter()
+        return call, payload
 
 
 class _Ending:

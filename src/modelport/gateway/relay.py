@@ -9,7 +9,7 @@ breaks, or ends without its protocol's final event, is closed with the client pr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from time import perf_counter
 from typing import Any
@@ -127,7 +127,7 @@ def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, respons
 
 async def fast_stream(
     ctx: RequestContext, call: OpenCall, outcome: Outcome, finish: Callable[[], None]
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     parser = SSEParser()
     sniffer = ctx.codec.usage_sniffer()
     namer = ModelNamer(ctx.canonical.model)
@@ -173,7 +173,7 @@ async def fast_stream(
 
 async def translated_stream(
     ctx: RequestContext, call: OpenCall, response_id: str, outcome: Outcome, finish: Callable[[], None]
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     parser = SSEParser()
     decoder = call.upstream_codec.stream_decoder()
     encoder = ctx.codec.stream_encoder(

@@ -10,7 +10,7 @@ recently used key is forgotten (that forgives its recent usage, which beats runn
 
 from __future__ import annotations
 
-import secrets
+import itertools
 from collections import OrderedDict
 
 from . import gcra
@@ -80,6 +80,7 @@ class MemoryConcurrencyLimiter:
         self._max_keys = max_keys
         # key -> {lease_id: expires_at (UNIX s)}, least recently acquired first
         self._leases: OrderedDict[str, dict[str, float]] = OrderedDict()
+        self._ids = itertools.count(1)  # lease ids only need to be unique within this limiter
         self._sweeper = _Sweeper(clock, SWEEP_EVERY_S)
 
     async def acquire(self, key: str, limit: int, ttl_seconds: float) -> Lease | None:
@@ -87,10 +88,14 @@ class MemoryConcurrencyLimiter:
         now = self._clock()
         if self._sweeper.due():
             self._sweep(now)
-        held = self._prune(key, now)
+        held = self._leases.get(key) or {}
+        # Expired leases (a request that never released) only matter at the limit: prune them there, not
+        # on every call (a scan of every lease in flight); the periodic sweep drops them too.
         if len(held) >= limit:
-            return None
-        lease = Lease(key=key, lease_id=secrets.token_hex(16), expires_at=now + ttl_seconds)
+            held = self._prune(key, now)
+            if len(held) >= limit:
+                return None
+        lease = Lease(key=key, lease_id=f"{next(self._ids):x}", expires_at=now + ttl_seconds)
         held[lease.lease_id] = lease.expires_at
         self._leases[key] = held
         self._leases.move_to_end(key)

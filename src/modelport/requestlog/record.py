@@ -7,7 +7,7 @@ on PostgreSQL, which enforces `VARCHAR(n)` and rejects NUL in text.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 # Suggested `status` values; the column takes any string up to 16 characters.
@@ -59,7 +59,8 @@ class LogRecord:
     key_id: str | None = None  # the API key that made the request
 
     def as_row(self) -> dict[str, Any]:
-        row = asdict(self)
+        # A shallow copy: every field is a plain value (asdict's deep copy cost ~1% of a request's CPU).
+        row = {name: getattr(self, name) for name in _FIELDS}
         for name, value in row.items():
             if isinstance(value, str) and "\x00" in value:
                 row[name] = value.replace("\x00", "\ufffd")
@@ -75,3 +76,6 @@ class LogRecord:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LogRecord:
         return cls(**row)
+
+
+_FIELDS = tuple(field.name for field in fields(LogRecord))

@@ -1,0 +1,81 @@
+"""The protocol routes' answers, sent straight to the ASGI server: a whole JSON body, or an SSE stream.
+
+Starlette's `Response` builds a header object per answer and its `StreamingResponse` (under uvicorn's ASGI
+2.3) runs an anyio task group per stream; on the hottest path that was measurable CPU (bench/README.md).
+These take the headers as raw pairs and watch for the client hanging up with one plain task. They are
+`Response` subclasses only so FastAPI's route (`routes.py`, kept for the OpenAPI document) accepts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Mapping
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+RawHeaders = list[tuple[bytes, bytes]]
+_JSON = (b"content-type", b"application/json")
+_SSE = (
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+)
+
+
+def raw_headers(headers: Mapping[str, str]) -> RawHeaders:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+
+
+class BodyAnswer(Response):
+    """A whole JSON body (`application/json`) with the given status and extra headers."""
+
+    def __init__(self, body: bytes, *, status: int = 200, headers: Mapping[str, str] | None = None) -> None:
+        self.status_code = status
+        self.body = body
+        self.background = None
+        self.raw_headers = [_JSON, (b"content-length", str(len(body)).encode()), *raw_headers(headers or {})]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+class StreamAnswer(Response):
+    """An SSE stream: one body message per chunk the relay yields.
+
+    A client that hangs up cancels the relay at once (it bills what was produced and releases the upstream),
+    even while the upstream is silent: one task waits for `http.disconnect`."""
+
+    def __init__(self, chunks: AsyncGenerator[bytes, None], *, headers: Mapping[str, str] | None = None) -> None:
+        self.status_code = 200
+        self.chunks = chunks
+        self.background = None
+        self.raw_headers = [*_SSE, *raw_headers(headers or {})]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        this = asyncio.current_task()
+        assert this is not None
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone = True
+            this.cancel()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            async for chunk in self.chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except asyncio.CancelledError:
+            if not gone:
+                raise
+            this.uncancel()  # the hang-up was ours to handle, not a cancellation from outside
+        finally:
+            watcher.cancel()
+            # Cancelled while sending, the relay sits at a `yield`: close it so it bills and releases now.
+            await self.chunks.aclose()
