@@ -74,6 +74,10 @@ class HttpTransport:
         self._url = url
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
 
+    @property
+    def closed(self) -> bool:
+        return self._session.closed
+
     async def send(self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool) -> UpstreamReply:
         data = orjson.dumps(body)
         with http_errors_as(UpstreamUnreachable):
