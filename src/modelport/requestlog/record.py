@@ -59,18 +59,19 @@ class LogRecord:
     key_id: str | None = None  # the API key that made the request
 
     def as_row(self) -> dict[str, Any]:
-        # A shallow copy: every field is a plain value (asdict's deep copy cost ~1% of a request's CPU).
-        row = {name: getattr(self, name) for name in _FIELDS}
-        for name, value in row.items():
-            if isinstance(value, str) and "\x00" in value:
-                row[name] = value.replace("\x00", "\ufffd")
-        for name, width in _WIDTHS.items():
-            value = row[name]
-            if isinstance(value, str) and len(value) > width:
-                row[name] = value[:width]
-        for name in ("prompt_tokens", "completion_tokens", "cached_tokens"):
-            if row[name] is not None:
-                row[name] = max(0, min(int(row[name]), _INT32_MAX))
+        # One pass, field by field (asdict's deep copy and three passes over the row cost ~20 us a row).
+        row: dict[str, Any] = {}
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, str):
+                if "\x00" in value:
+                    value = value.replace("\x00", "\ufffd")
+                width = _WIDTHS.get(name)
+                if width is not None and len(value) > width:
+                    value = value[:width]
+            elif value is not None and name in _TOKEN_FIELDS:
+                value = max(0, min(int(value), _INT32_MAX))
+            row[name] = value
         return row
 
     @classmethod
@@ -79,3 +80,4 @@ class LogRecord:
 
 
 _FIELDS = tuple(field.name for field in fields(LogRecord))
+_TOKEN_FIELDS = frozenset({"prompt_tokens", "completion_tokens", "cached_tokens"})
