@@ -17,7 +17,7 @@ from modelport.billing.topups import topup_team
 from modelport.catalog import import_catalog, load_catalog_file
 from modelport.errors import NotFound
 from modelport.settings import Settings
-from modelport.storage.migrate import schema_state, upgrade_to_head
+from modelport.storage.schema_version import schema_state
 
 log = logging.getLogger("modelport.bootstrap")
 # Start-up work of several processes starting at once (a scaled-out deployment's first start) runs one at a time.
@@ -54,10 +54,14 @@ class DemoInfo:
 
 
 async def ensure_schema(engine: AsyncEngine, settings: Settings) -> None:
-    if settings.is_sqlite:
-        await upgrade_to_head(engine)
-        return
     state = await schema_state(engine)
+    if settings.is_sqlite:
+        if state != "current":
+            # Alembic is imported only to migrate (a first start, or a new version): later starts skip it.
+            from modelport.storage.migrate import upgrade_to_head
+
+            await upgrade_to_head(engine)
+        return
     if state == "behind":
         raise StartupError("the PostgreSQL schema is not up to date: run `modelport migrate` first")
     if state == "ahead":

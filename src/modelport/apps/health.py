@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from modelport.media.files.service import FILES
 from modelport.services import ServiceKey, Services
-from modelport.storage.migrate import schema_state
+from modelport.storage.schema_version import schema_state
 from modelport.web.deps import get_services
 from modelport.web.envelope import JSONBytesResponse
 

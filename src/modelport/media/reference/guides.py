@@ -2,7 +2,7 @@
 
 The package carries them: `guides/` beside this module is a link to the repository's docs/api/, which
 setuptools follows when it builds a wheel (so an installed package has its own copy) and which an editable
-install reads in place. Rendered once per process and kept: they change only with a new release.
+install reads in place. Rendered once per process, on first use, and kept: they change only with a new release.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _MD_LINK = re.compile(r"^([a-z0-9][a-z0-9-]*)\.md(#[A-Za-z0-9_-]*)?$")
@@ -63,6 +64,8 @@ def _guide_links(state: Any) -> None:
 
 @cache
 def _renderer() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # on the first guide page asked for: no serving process pays it at start
+
     # CommonMark plus GitHub's tables; raw HTML in a guide is shown as text, never run.
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     md.core.ruler.push("heading_ids", _heading_ids)

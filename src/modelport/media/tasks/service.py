@@ -14,7 +14,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import jsonschema
 import orjson
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -54,6 +53,9 @@ def validate_input(model: MediaModel, body: Any) -> dict[str, Any]:
         raise InvalidParameters("the request body must be a JSON object", param="body")
     if model.input_schema is None:
         return body
+    # Imported on the first task with a schema (~30 ms once): a serving process that takes none never loads it.
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(model.input_schema)
     errors = sorted(validator.iter_errors(body), key=lambda e: (list(e.path), e.validator))
     if not errors:

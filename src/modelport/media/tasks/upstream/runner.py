@@ -17,10 +17,8 @@ import logging
 from typing import Any
 
 import aiohttp
-import av
 import jmespath
 import jmespath.exceptions
-from PIL import Image, UnidentifiedImageError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.catalog_spec import MediaModel, MediaUpstream
@@ -274,15 +272,27 @@ class UpstreamMedia:
 
 
 def _dimensions(kind: str, data: bytes) -> tuple[int, int]:
-    """Width and height from the file's header (audio: 0 and 0)."""
-    try:
-        if kind == "image":
+    """Width and height from the file's header (audio: 0 and 0). Runs in a thread; Pillow and PyAV are
+    imported here, on the first provider output, so a serving process that runs none never loads them."""
+    if kind == "image":
+        from PIL import Image, UnidentifiedImageError
+
+        try:
             with Image.open(io.BytesIO(data)) as image:
                 return image.width, image.height
-        if kind == "video":
+        except (UnidentifiedImageError, OSError) as exc:
+            raise _unreadable(kind) from exc
+    if kind == "video":
+        import av
+
+        try:
             with av.open(io.BytesIO(data), "r") as container:
                 stream = container.streams.video[0]
                 return stream.codec_context.width, stream.codec_context.height
-    except (UnidentifiedImageError, OSError, av.error.FFmpegError, IndexError) as exc:
-        raise UpstreamFailed("upstream_error", f"the provider's {kind} output cannot be read") from exc
+        except (OSError, av.error.FFmpegError, IndexError) as exc:
+            raise _unreadable(kind) from exc
     return 0, 0
+
+
+def _unreadable(kind: str) -> UpstreamFailed:
+    return UpstreamFailed("upstream_error", f"the provider's {kind} output cannot be read")
