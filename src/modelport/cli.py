@@ -18,7 +18,6 @@ from modelport.catalog import CatalogFileError
 from modelport.errors import InvalidParameters, ServiceError
 from modelport.settings import Settings, load_settings
 from modelport.storage.db import create_engine
-from modelport.storage.migrate import upgrade_to_head
 from modelport.web.envelope import encode_json
 
 T = TypeVar("T")
@@ -130,7 +129,7 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
         )
     click.echo("\n".join(lines), err=False)
     sys.stdout.flush()
-    server.run(settings, media_sock, text_sock, workers, metrics_dir=metrics.directory if metrics else None)
+    server.run(settings, media_sock, text_sock, workers, metrics_endpoint=metrics)
 
 
 def _local_model_line(settings: Settings) -> str:
@@ -174,6 +173,8 @@ def worker() -> None:
 @main.command()
 def migrate() -> None:
     """Bring the database schema up to date."""
+    from modelport.storage.migrate import upgrade_to_head
+
     settings = _settings()
     _run_db(settings, upgrade_to_head, migrate_sqlite=False)
     click.echo("schema is up to date")

@@ -1,7 +1,8 @@
 """`modelport serve`: both hosts, each on its own port, in one or several worker processes.
 
-The parent binds both listening sockets, runs the one-off start-up work, then either serves in-process
-(one worker) or starts N worker processes that share the sockets (the kernel spreads connections).
+The CLI runs the one-off start-up work and binds both listening sockets, then either serves in-process
+(one worker) or execs the lean `modelport.supervisor`, which starts N worker processes
+(`modelport.serving`) that share the sockets (the kernel spreads connections).
 Every worker runs both apps in one event loop over one shared service container. SIGTERM/SIGINT stop accepting,
 finish in-flight requests, then close the services (which drains pending log and ledger writes).
 """
@@ -13,12 +14,12 @@ import contextlib
 import gc
 import logging
 import math
-import multiprocessing
-import multiprocessing.connection
 import os
 import resource
 import signal
+import site
 import socket
+import sys
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,7 +153,7 @@ async def serve_both(settings: Settings, media_sock: socket.socket, text_sock: s
     await asyncio.gather(media.serve([media_sock]), text.serve([text_sock]))
 
 
-def _worker_main(settings: Settings, media_sock: socket.socket, text_sock: socket.socket) -> None:
+def worker_main(settings: Settings, media_sock: socket.socket, text_sock: socket.socket) -> None:
     configure_logging(settings.log_level, json_lines=settings.log_json)
     import uvloop
 
@@ -163,18 +164,25 @@ def _worker_main(settings: Settings, media_sock: socket.socket, text_sock: socke
 class MetricsEndpoint:
     url: str
     directory: Path | None  # the multiprocess directory, when the workers are separate processes
+    sock: socket.socket | None = None  # bound for the supervisor, which serves it after the exec
 
 
 def start_metrics(settings: Settings, workers: int) -> MetricsEndpoint | None:
-    """`/metrics` on its own port, served by this (the parent) process; before any worker starts."""
+    """`/metrics` on its own port, before any worker starts. With one process it is served from here; with
+    several, the socket is only bound (its port goes in the banner) and the supervisor serves it."""
     if settings.metrics_port is None:
         return None
     multi = workers > 1 or metrics.MULTIPROC_ENV in os.environ
     directory = metrics.prepare_multiprocess_dir() if multi else None
     host = settings.metrics_host or settings.host
-    port = metrics.serve_metrics(host, settings.metrics_port, directory)
+    sock = None
+    if workers > 1:
+        sock = bind_socket(host, settings.metrics_port)
+        port = sock.getsockname()[1]
+    else:
+        port = metrics.serve_metrics(host, settings.metrics_port, directory)
     shown = f"[{host}]" if ":" in host else host
-    return MetricsEndpoint(f"http://{shown}:{port}/metrics", directory)
+    return MetricsEndpoint(f"http://{shown}:{port}/metrics", directory, sock)
 
 
 def run(
@@ -183,68 +191,57 @@ def run(
     text_sock: socket.socket,
     workers: int,
     *,
-    metrics_dir: Path | None = None,
+    metrics_endpoint: MetricsEndpoint | None = None,
 ) -> None:
-    raise_open_file_limit()
+    raise_open_file_limit()  # inherited across the exec and by every worker
     if workers <= 1:
-        _worker_main(settings, media_sock, text_sock)
+        worker_main(settings, media_sock, text_sock)
         return
-    Supervisor(settings, media_sock, text_sock, workers, metrics_dir).run()
+    exec_supervisor(settings, media_sock, text_sock, workers, metrics_endpoint)
 
 
-class Supervisor:
-    """Keeps N worker processes alive; forwards SIGTERM/SIGINT to them and waits for them to drain."""
+def worker_argv(media_sock: socket.socket, text_sock: socket.socket) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "modelport.serving",
+        *("--media-fd", str(media_sock.fileno()), "--text-fd", str(text_sock.fileno())),
+    ]
 
-    def __init__(
-        self,
-        settings: Settings,
-        media_sock: socket.socket,
-        text_sock: socket.socket,
-        workers: int,
-        metrics_dir: Path | None = None,
-    ) -> None:
-        self._args = (settings, media_sock, text_sock)
-        self._metrics_dir = metrics_dir
-        self._workers = workers
-        self._ctx = multiprocessing.get_context("spawn")
-        self._children: list[multiprocessing.context.SpawnProcess] = []
-        self._stopping = False
 
-    def _spawn(self) -> multiprocessing.context.SpawnProcess:
-        child = self._ctx.Process(target=_worker_main, args=self._args, daemon=False)
-        child.start()
-        return child
+def exec_supervisor(
+    settings: Settings,
+    media_sock: socket.socket,
+    text_sock: socket.socket,
+    workers: int,
+    metrics_endpoint: MetricsEndpoint | None,
+) -> None:
+    """Replace this process (same PID, sockets kept open) with the lean `modelport.supervisor`.
 
-    def _forward(self, sig: int, _frame: object) -> None:
-        self._stopping = True
-        for child in self._children:
-            if child.is_alive() and child.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child.pid, sig)
-        # Our copies of the listening sockets: once the workers close theirs after draining, new
-        # connections are refused at once instead of waiting in a backlog nobody accepts from.
-        for sock in self._args[1:]:
-            sock.close()
+    The workers load the settings from the environment, so what the command line overrode is put there:
+    the interface and the bound ports (port 0 picked real ones), and `--no-workers`."""
+    os.environ["MODELPORT_HOST"] = settings.host
+    os.environ["MODELPORT_MEDIA_PORT"] = str(settings.media_port)
+    os.environ["MODELPORT_TEXT_PORT"] = str(settings.text_port)
+    if not settings.tasks.run_workers:
+        os.environ["MODELPORT_TASKS__RUN_WORKERS"] = "false"
+    _keep_import_path()
+    argv = [sys.executable, "-m", "modelport.supervisor", "--workers", str(workers)]
+    argv += ["--socket-fd", str(media_sock.fileno()), "--socket-fd", str(text_sock.fileno())]
+    if metrics_endpoint is not None and metrics_endpoint.sock is not None and metrics_endpoint.directory is not None:
+        argv += ["--metrics-fd", str(metrics_endpoint.sock.fileno()), "--metrics-dir", str(metrics_endpoint.directory)]
+    argv += ["--log-level", settings.log_level]
+    argv += ["--log-json", "auto" if settings.log_json is None else str(settings.log_json).lower()]
+    argv += ["--", *worker_argv(media_sock, text_sock)]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, argv)
 
-    def run(self) -> None:
-        self._children = [self._spawn() for _ in range(self._workers)]
-        signal.signal(signal.SIGTERM, self._forward)
-        signal.signal(signal.SIGINT, self._forward)
-        while not self._stopping:
-            multiprocessing.connection.wait([c.sentinel for c in self._children], timeout=1.0)
-            for i, child in enumerate(self._children):
-                if not child.is_alive() and not self._stopping:
-                    log.error("worker %s exited with %s; starting a new one", child.pid, child.exitcode)
-                    self._sweep(child)
-                    self._children[i] = self._spawn()
-        for child in self._children:
-            child.join()
-            self._sweep(child)
-        failed = [c.exitcode for c in self._children if c.exitcode not in (0, None)]
-        if failed:
-            log.error("worker processes exited with %s", failed)
 
-    def _sweep(self, child: multiprocessing.context.SpawnProcess) -> None:
-        """A dead worker's live gauges leave the sums (its counters stay: totals never go down)."""
-        if self._metrics_dir is not None and child.pid is not None:
-            metrics.worker_died(child.pid, self._metrics_dir)
+def _keep_import_path() -> None:
+    """The new interpreters import this same `modelport` (a launcher may have put another checkout first on
+    sys.path): its directory goes first on PYTHONPATH, unless it is a site-packages directory already."""
+    here = str(Path(__file__).resolve().parent.parent)
+    if here in site.getsitepackages() or here in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        return
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,19 @@ class RunningServer:
         return self.process.wait(timeout=timeout)
 
 
+def worker_pids(parent: int) -> list[int]:
+    """The serving processes of `serve --workers N` (`python -m modelport.serving`, children of the supervisor)."""
+    found = []
+    for pid in (int(p) for p in os.popen(f"pgrep -P {parent}").read().split()):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"modelport.serving" in cmdline:
+            found.append(pid)
+    return found
+
+
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MODELPORT_")}
     env.update(
@@ -63,14 +76,16 @@ def run_server(
     startup_timeout: float = 60,
     env: dict[str, str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
+    python_args: Sequence[str] = ("-m", "modelport"),
     **env_extra: str,
 ) -> Iterator[RunningServer]:
     """`env` and `env_extra` are added to the server's environment (`env` for names that are not identifiers).
 
-    `preexec_fn` runs in the child before `modelport` starts (e.g. to lower its open-file limit)."""
+    `preexec_fn` runs in the child before `modelport` starts (e.g. to lower its open-file limit);
+    `python_args` replace `-m modelport` (e.g. `-c CODE` that wraps the CLI)."""
     env = server_env(data_dir, **(env or {}), **env_extra)
     process = subprocess.Popen(
-        [sys.executable, "-m", "modelport", "serve", "--media-port", "0", "--text-port", "0", *args],
+        [sys.executable, *python_args, "serve", "--media-port", "0", "--text-port", "0", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=None,

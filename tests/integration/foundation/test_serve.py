@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.server import RunningServer, run_server
+from tests.support.server import RunningServer, run_server, worker_pids
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 
@@ -175,17 +175,12 @@ def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) 
         for _ in range(40):
             r = httpx.get(multi.media_url + "/api/v1/apikey/validate", headers=bearer(multi.demo_key))
             assert r.status_code == 200
-        children = [int(p) for p in os.popen(f"pgrep -P {multi.process.pid}").read().split()]
-        workers = [pid for pid in children if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        workers = worker_pids(multi.process.pid)
         assert len(workers) >= 2
         os.kill(workers[0], signal.SIGKILL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            now = {
-                int(p)
-                for p in os.popen(f"pgrep -P {multi.process.pid}").read().split()
-                if "spawn_main" in _cmdline(int(p))
-            }
+            now = set(worker_pids(multi.process.pid))
             pids = now - set(workers)
             if pids and workers[0] not in now:
                 break
@@ -193,10 +188,3 @@ def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) 
         assert pids, "the supervisor did not start a replacement worker"
         for _ in range(10):
             assert httpx.get(multi.text_url + "/v1/models", headers=bearer(multi.demo_key)).status_code == 200
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text()
-    except OSError:
-        return ""

@@ -17,7 +17,7 @@ from sqlalchemy import select
 from tests.integration.money.helpers import admin, migrate, server, team_with_key, write_config
 from tests.support.databases import BACKENDS, database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
-from tests.support.server import RunningServer, run_server
+from tests.support.server import RunningServer, run_server, worker_pids
 
 # 10 input + 100 output tokens at 1 and 2 USD per million tokens.
 COST_MICROS = 10 * 1 + 100 * 2
@@ -47,11 +47,6 @@ async def _until_unfrozen(running: RunningServer, name: str, limit: float) -> fl
             return time.monotonic() - started
         assert time.monotonic() - started < limit, (held, _team(running, name))
         await asyncio.sleep(0.05)
-
-
-def _worker_pids(parent: int) -> list[int]:
-    children = [int(p) for p in os.popen(f"pgrep -P {parent}").read().split()]
-    return [pid for pid in children if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
 
 
 def _ledger(running: RunningServer, name: str) -> list[dict[str, object]]:
@@ -108,7 +103,7 @@ async def test_money_frozen_by_a_killed_worker_comes_back(tmp_path: Path) -> Non
         with run_server(tmp_path, "--workers", "2", env=env) as multi:
             key = team_with_key(multi, "workers", "1")
             auth = {"Authorization": f"Bearer {key}"}
-            workers = _worker_pids(multi.process.pid)
+            workers = worker_pids(multi.process.pid)
             assert len(workers) == 2
             pending: list[asyncio.Task[httpx.Response]] = []
             async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_keepalive_connections=0)) as client:
