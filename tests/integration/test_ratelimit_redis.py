@@ -18,7 +18,7 @@ import pytest
 from redis.asyncio import Redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "ratelimit"))
-from modelport.ratelimit import RedisConcurrencyLimiter, RedisRateLimiter
+from modelport.ratelimit.redis_backend import RedisConcurrencyLimiter, RedisRateLimiter
 from tests.unit.ratelimit.ratelimit_contract import (
     ConcurrencyLimiterContract,
     FakeClock,

@@ -1,10 +1,13 @@
-"""Rate limits (GCRA) and concurrency limits, in-process or in Redis. See `base.py` for the interface."""
+"""Rate limits (GCRA) and concurrency limits, in-process or in Redis. See `base.py` for the interface.
+
+The Redis backends are `ratelimit.redis_backend`, not re-exported here: importing this package must not
+import redis-py (a process without Redis never loads it).
+"""
 
 from .base import Clock, ConcurrencyLimiter, Decision, Lease, RateLimiter
 from .factory import Limiters, make_limiters
 from .headers import rate_limit_headers, rate_limited_error
 from .memory import MemoryConcurrencyLimiter, MemoryRateLimiter
-from .redis_backend import RedisConcurrencyLimiter, RedisRateLimiter
 
 __all__ = [
     "Clock",
@@ -15,8 +18,6 @@ __all__ = [
     "MemoryConcurrencyLimiter",
     "MemoryRateLimiter",
     "RateLimiter",
-    "RedisConcurrencyLimiter",
-    "RedisRateLimiter",
     "make_limiters",
     "rate_limit_headers",
     "rate_limited_error",

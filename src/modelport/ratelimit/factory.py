@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING, NamedTuple
 
 from .base import ConcurrencyLimiter, RateLimiter
 from .memory import MemoryConcurrencyLimiter, MemoryRateLimiter
-from .redis_backend import RedisConcurrencyLimiter, RedisRateLimiter
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 DEFAULT_PREFIX = "modelport"
 
@@ -30,4 +30,6 @@ def make_limiters(redis: Redis | None, prefix: str = DEFAULT_PREFIX) -> Limiters
     service container), which closes it after the limiters."""
     if redis is None:
         return Limiters(MemoryRateLimiter(), MemoryConcurrencyLimiter())
+    from .redis_backend import RedisConcurrencyLimiter, RedisRateLimiter  # redis-py only when it is used
+
     return Limiters(RedisRateLimiter(redis, prefix), RedisConcurrencyLimiter(redis, prefix))

@@ -20,7 +20,10 @@ import httpx
 from tests.support.server import run_server, server_env, worker_pids
 
 # Loaded on first use only; a serving process that has answered API calls still has none of them.
-LAZY = ("av", "PIL", "pillow_heif", "alembic", "mako", "markdown_it", "jsonschema", "numpy", "onnxruntime", "llama_cpp")
+LAZY = (
+    *("av", "PIL", "pillow_heif", "alembic", "mako", "markdown_it", "jsonschema", "numpy", "onnxruntime", "llama_cpp"),
+    "redis",  # only with MODELPORT_REDIS_URL
+)
 # The CLI, then `modelport serve` with an exit hook that writes the process's modules to a file.
 _DUMP_MODULES = """
 import atexit, json, runpy, sys

@@ -7,12 +7,11 @@ from modelport.ratelimit import (
     Decision,
     MemoryConcurrencyLimiter,
     MemoryRateLimiter,
-    RedisConcurrencyLimiter,
-    RedisRateLimiter,
     make_limiters,
     rate_limit_headers,
     rate_limited_error,
 )
+from modelport.ratelimit.redis_backend import RedisConcurrencyLimiter, RedisRateLimiter
 from modelport.services import make_redis
 from tests.unit.ratelimit.ratelimit_contract import FakeClock
 
