@@ -1,6 +1,6 @@
 """Start-up time and memory of `modelport serve`: how long to the first 200, and how much each process holds.
 
-    .venv/bin/python bench/startup_bench.py [--repeat 3] [--workers 1 2]
+    .venv/bin/python bench/startup_bench.py [--repeat 3] [--workers 1 2] [--launcher SCRIPT]
 
 For each `--workers` value it starts `modelport serve` on a fresh data dir (first start: SQLite created
 and migrated, catalog imported, demo team made), stops it, and starts it again on the same data dir
@@ -8,8 +8,9 @@ and migrated, catalog imported, demo team made), stops it, and starts it again o
 `GET /readyz` on the text gateway (database reachable, schema at head) and to the first 200 of
 `GET /v1/models` with the demo key (auth, database, catalog: the first real API answer). Then, after
 one idle second, the resident memory of the parent and of each worker (the embedded text model is not
-loaded: it loads on its first request) and the modules the parent imported. Prints a table and the
-medians.
+loaded: it loads on its first request). Prints a table and the medians. `--launcher SCRIPT` runs
+`python SCRIPT serve ...` instead of `python -m modelport serve ...` (another checkout's code, or a patched
+start-up), as in gateway_bench.py.
 """
 
 from __future__ import annotations
@@ -40,15 +41,14 @@ def _get(url: str, key: str | None = None) -> int:
         return 0
 
 
-def one_start(data_dir: Path, workers: int, key: str | None) -> dict[str, object]:
+def one_start(data_dir: Path, workers: int, key: str | None, launcher: str | None = None) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MODELPORT_")}
     env.update({"MODELPORT_DATA_DIR": str(data_dir), "MODELPORT_LOG_LEVEL": "WARNING"})
     started = time.monotonic()
     process = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "modelport",
+            *([launcher] if launcher else ["-m", "modelport"]),
             "serve",
             *("--media-port", "0", "--text-port", "0", "--workers"),
             str(workers),
@@ -108,16 +108,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2])
+    parser.add_argument("--launcher", default=None, help="a script run instead of `-m modelport`")
     args = parser.parse_args()
     rows: list[tuple[int, str, dict[str, object]]] = []
+    load_before = os.getloadavg()[0]
     for workers in args.workers:
         for _ in range(args.repeat):
             data_dir = Path(tempfile.mkdtemp(prefix="modelport-startup-"))
             try:
-                first = one_start(data_dir, workers, None)
+                first = one_start(data_dir, workers, None, args.launcher)
                 key = first["key"] if isinstance(first["key"], str) else None
                 rows.append((workers, "first", first))
-                rows.append((workers, "later", one_start(data_dir, workers, key)))
+                rows.append((workers, "later", one_start(data_dir, workers, key, args.launcher)))
             finally:
                 shutil.rmtree(data_dir, ignore_errors=True)
     print(f"{'workers':<8}{'start':<7}{'banner s':>9}{'readyz s':>9}{'models s':>9}{'parent MiB':>11}  workers MiB")
@@ -132,11 +134,14 @@ def main() -> None:
             picked = [r for w, k, r in rows if w == workers and k == kind]
             models = [float(str(r["models_s"])) for r in picked if r["models_s"] is not None]
             parents = [float(str(r["parent_mb"])) for r in picked]
+            served = [float(mb) for r in picked if isinstance(r["workers_mb"], list) for mb in r["workers_mb"]]
             first_200 = statistics.median(models) if models else float("nan")
             print(
                 f"median, --workers {workers}, {kind} start: first 200 of /v1/models {first_200:.2f} s, "
                 f"parent {statistics.median(parents):.0f} MiB"
+                + (f", workers {statistics.median(served):.0f} MiB" if served else "")
             )
+    print(f"load average (1 min) before {load_before:.2f}, after {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Is the database schema at this version's migrations' head? Answered with plain SQL, without Alembic.
 
-Alembic (with Mako and Pygments, ~11 MiB and ~0.2 s to import) is needed only to migrate; a serving
+Alembic (with Mako and Pygments: ~11 MiB and ~0.25 s to import) is needed only to migrate; a serving
 process asks the question at every start and on every `/readyz`, so the answer reads `alembic_version`
 against the constants below. `tests/unit/architecture/test_schema_version.py` checks that they equal what
 Alembic computes from the scripts: a new migration fails that test until they are updated.
@@ -8,6 +8,8 @@ Alembic computes from the scripts: a new migration fails that test until they ar
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import Literal
 
 from sqlalchemy import text
@@ -45,6 +47,20 @@ def state_of(applied: set[str]) -> SchemaState:
     if applied - KNOWN_REVISIONS:
         return "ahead"
     return "behind"
+
+
+def sqlite_state(path: Path) -> SchemaState:
+    """The same answer for an SQLite file, synchronously (the standard library's driver, reading only; no
+    event loop): `serve` asks it before its first loop starts. A missing file is `behind`."""
+    if not path.exists():
+        return "behind"
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        if not conn.execute(_TABLE_EXISTS["sqlite"]).fetchone()[0]:
+            return "behind"
+        return state_of({row[0] for row in conn.execute("SELECT version_num FROM alembic_version")})
+    finally:
+        conn.close()
 
 
 async def schema_state(engine: AsyncEngine) -> SchemaState:

@@ -1,8 +1,9 @@
 """What `modelport serve` holds in memory after start (issue 16): heavy libraries load on first use, and the
 supervisor of `--workers N` is a lean process.
 
-A serving process must not import PyAV, Pillow, Alembic, markdown-it, jsonschema, numpy or the model
-runtimes at start: they load with the first media task, the first migration or the first guide page. The
+A serving process must not import PyAV, Pillow, Alembic, markdown-it, jsonschema, numpy, redis-py or the
+model runtimes at start: they load with the first media task or guide page, or only in the forked child
+that migrates a fresh SQLite file. The
 supervisor (`modelport.supervisor`, exec'd by the CLI after start-up) holds the standard library only, plus
 prometheus-client when `/metrics` is on: no pydantic, no SQLAlchemy.
 """
@@ -11,13 +12,11 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
-from tests.support.server import run_server, server_env, worker_pids
+from tests.support.server import run_server, worker_pids
 
 # Loaded on first use only; a serving process that has answered API calls still has none of them.
 LAZY = (
@@ -46,11 +45,7 @@ def _rss_mib(pid: int) -> float:
 
 
 def test_a_serving_process_loads_heavy_libraries_only_on_first_use(tmp_path: Path) -> None:
-    # Migrated beforehand, as on every start but the first: Alembic is imported only to migrate.
-    migrated = subprocess.run(
-        [sys.executable, "-m", "modelport", "migrate"], env=server_env(tmp_path), capture_output=True, timeout=120
-    )
-    assert migrated.returncode == 0, migrated.stderr
+    # A first start: the SQLite file is created and migrated in a forked child, so Alembic stays out.
     dump = tmp_path / "modules.json"
     with run_server(tmp_path, python_args=("-c", _DUMP_MODULES, str(dump))) as server:
         assert server.demo_key is not None

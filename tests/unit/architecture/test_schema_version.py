@@ -6,10 +6,13 @@ update them would leave every start migrating and `/readyz` reporting `behind`; 
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 from alembic.script import ScriptDirectory
 
 from modelport.storage.migrate import alembic_config
-from modelport.storage.schema_version import HEAD_REVISION, KNOWN_REVISIONS, state_of
+from modelport.storage.schema_version import HEAD_REVISION, KNOWN_REVISIONS, sqlite_state, state_of
 
 
 def test_constants_match_the_migration_scripts() -> None:
@@ -23,3 +26,21 @@ def test_state_of_applied_revisions() -> None:
     assert state_of(set()) == "behind"
     assert state_of({min(KNOWN_REVISIONS)}) == "behind"
     assert state_of({"9999_from_a_newer_version"}) == "ahead"
+
+
+def test_sqlite_state_reads_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "modelport.db"
+    assert sqlite_state(path) == "behind"  # no file yet (and none is created)
+    assert not path.exists()
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE other (x)")
+    db.commit()
+    assert sqlite_state(path) == "behind"  # never migrated
+    db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    db.execute("INSERT INTO alembic_version VALUES (?)", (HEAD_REVISION,))
+    db.commit()
+    assert sqlite_state(path) == "current"
+    db.execute("UPDATE alembic_version SET version_num = '9999'")
+    db.commit()
+    db.close()
+    assert sqlite_state(path) == "ahead"

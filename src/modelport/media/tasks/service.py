@@ -53,7 +53,7 @@ def validate_input(model: MediaModel, body: Any) -> dict[str, Any]:
         raise InvalidParameters("the request body must be a JSON object", param="body")
     if model.input_schema is None:
         return body
-    # Imported on the first task with a schema (~30 ms once): a serving process that takes none never loads it.
+    # Imported on the first task with a schema (once, ~0.05-0.1 s, 2.4 MiB): a process that takes none never loads it.
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(model.input_schema)
