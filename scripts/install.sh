@@ -50,6 +50,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   fi
   touch "$stamp"
 fi
+# Bytecode for our own modules (an editable install has none): without it every start compiles ~240
+# modules (~0.2 s) when PYTHONDONTWRITEBYTECODE is set or the tree is read-only. Only stale files are redone.
+.venv/bin/python -m compileall -q src/modelport >/dev/null
 echo "==> installed"
 
 if [ "$llama_build" = background ] && ! llama_installed; then

@@ -75,16 +75,28 @@ async def ensure_schema(engine: AsyncEngine, settings: Settings) -> None:
         log.warning("the PostgreSQL schema is newer than this version's migrations; starting anyway")
 
 
-def migrate_sqlite_apart(settings: Settings) -> None:
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """A migration running in a forked child (`start_sqlite_migration`)."""
+
+    pid: int
+
+    def wait(self) -> None:
+        _, status = os.waitpid(self.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise StartupError("migrating the SQLite database failed (the error is logged above)")
+
+
+def start_sqlite_migration(settings: Settings) -> Migration | None:
     """`serve` on an SQLite file behind this version's head (a first start, a new version): migrate in a
     forked child, so Alembic (~11 MiB that Python never gives back) stays out of the process that goes on
-    to serve. Called before any event loop or thread exists, which is what makes the fork safe; the fork
-    costs about a millisecond, the migration the same time as in-process."""
+    to serve, and the parent can import what it serves with meanwhile (the other core). Called before any
+    event loop or thread exists, which is what makes the fork safe. None: nothing to migrate."""
     if not settings.is_sqlite:
-        return
+        return None
     database = make_url(settings.effective_database_url).database
     if not database or database == ":memory:" or sqlite_state(Path(database)) == "current":
-        return
+        return None
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -97,9 +109,7 @@ def migrate_sqlite_apart(settings: Settings) -> None:
             log.exception("migrating the SQLite database failed")
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise StartupError("migrating the SQLite database failed (the error is logged above)")
+    return Migration(pid)
 
 
 async def _migrate(database_url: str) -> None:

@@ -13,7 +13,7 @@ import click
 from pydantic import ValidationError
 
 from modelport.billing.operator import Operator, check_tier
-from modelport.bootstrap import StartupError, ensure_schema, migrate_sqlite_apart, prepare, prepare_worker
+from modelport.bootstrap import StartupError, ensure_schema, prepare, prepare_worker, start_sqlite_migration
 from modelport.catalog import CatalogFileError
 from modelport.errors import InvalidParameters, ServiceError
 from modelport.settings import Settings, load_settings
@@ -85,10 +85,14 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     if no_workers:
         settings = settings.model_copy(update={"tasks": settings.tasks.model_copy(update={"run_workers": False})})
     configure_logging(settings.log_level, json_lines=settings.log_json)
-    try:
-        migrate_sqlite_apart(settings)
-    except StartupError as exc:
-        raise click.ClickException(str(exc)) from exc
+    migration = start_sqlite_migration(settings)
+    if workers == 1:
+        server.import_apps()  # needed anyway; on a first start, while the child migrates on the other core
+    if migration is not None:
+        try:
+            migration.wait()
+        except StartupError as exc:
+            raise click.ClickException(str(exc)) from exc
     demo = _run_db(settings, lambda engine: prepare(engine, settings), migrate_sqlite=False)
     media_sock = server.bind_socket(settings.host, settings.media_port)
     text_sock = server.bind_socket(settings.host, settings.text_port)

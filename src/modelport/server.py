@@ -91,6 +91,7 @@ def _config(app: object, settings: Settings, host: Host, limits: ConnectionLimit
         app,  # type: ignore[arg-type]
         loop="uvloop",
         http=protocol_for(host, limits),
+        ws="none",  # no WebSocket routes: uvicorn's "auto" would import websockets when it is installed
         lifespan="on",
         log_config=None,
         access_log=False,
@@ -100,8 +101,17 @@ def _config(app: object, settings: Settings, host: Host, limits: ConnectionLimit
     )
 
 
+def import_apps() -> None:
+    """Import the apps ahead of `serve_both` (which imports them itself): `serve --workers 1` does it while
+    a first start's migration runs in its child process."""
+    import modelport.apps.assemble
+    import modelport.apps.media
+    import modelport.apps.text
+    import modelport.gateway.pipeline  # noqa: F401
+
+
 async def serve_both(settings: Settings, media_sock: socket.socket, text_sock: socket.socket) -> None:
-    # The apps are imported here, in the serving process: a supervisor of several workers never needs them.
+    # The apps are imported here, in the serving process: the supervisor of several workers never needs them.
     from modelport.apps.assemble import build_services
     from modelport.apps.media import create_media_app
     from modelport.apps.text import create_text_app
