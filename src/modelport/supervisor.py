@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.server
 import logging
 import os
 import signal
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -101,7 +99,11 @@ class Supervisor:
 
 
 def serve_metrics(sock: socket.socket, directory: Path) -> None:
-    """`/metrics` on the socket the CLI bound (its port is in the banner), summed over the workers' files."""
+    """`/metrics` on the socket the CLI bound (its port is in the banner), summed over the workers' files.
+    Its modules (http.server with email, prometheus-client) are imported only when metrics are on."""
+    import http.server
+    import threading
+
     from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 
     registry = CollectorRegistry()
