@@ -7,13 +7,16 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-import asyncpg
 from pgqueuer import PgQueuer, Queries
-from pgqueuer.adapters.drivers.asyncpg import AsyncpgPoolDriver
 from pgqueuer.models import Job
 from pgqueuer.ports import RepositoryPort
 from sqlalchemy.engine import make_url
+
+if TYPE_CHECKING:
+    # asyncpg (~3 MiB) is imported where a PostgreSQL queue connects: the in-memory queue never loads it.
+    import asyncpg
 
 log = logging.getLogger("modelport.queue")
 
@@ -50,6 +53,9 @@ class TaskQueue:
         if self._memory is not None:
             assert self._memory.queries is not None
             return self._memory.queries
+        import asyncpg
+        from pgqueuer.adapters.drivers.asyncpg import AsyncpgPoolDriver
+
         async with self._pool_lock:
             if self._pool is None:
                 assert self._dsn is not None
@@ -74,6 +80,8 @@ class TaskQueue:
         if self._memory is not None:
             consumer = self._memory
         else:
+            import asyncpg
+
             assert self._dsn is not None
             self._consumer_conn = await asyncpg.connect(self._dsn)
             consumer = PgQueuer.from_asyncpg_connection(self._consumer_conn)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pgqueuer import Queries
-from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+if TYPE_CHECKING:
+    from pgqueuer import Queries
 
 
 async def _queries(conn: AsyncConnection) -> Queries:
+    # Only on PostgreSQL: PgQueuer's asyncpg driver (and asyncpg) never load in an SQLite process.
+    from pgqueuer import Queries
+    from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+
     raw: Any = (await conn.get_raw_connection()).driver_connection
     return Queries(AsyncpgDriver(raw))
 

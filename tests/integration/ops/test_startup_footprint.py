@@ -22,6 +22,7 @@ from tests.support.server import run_server, worker_pids
 LAZY = (
     *("av", "PIL", "pillow_heif", "alembic", "mako", "markdown_it", "jsonschema", "numpy", "onnxruntime", "llama_cpp"),
     "redis",  # only with MODELPORT_REDIS_URL
+    "asyncpg",  # only with PostgreSQL (the in-memory task queue of SQLite needs no driver)
 )
 # The CLI, then `modelport serve` with an exit hook that writes the process's modules to a file.
 _DUMP_MODULES = """
