@@ -78,7 +78,7 @@ def main() -> None:
 )
 def serve(workers: int, host: str | None, media_port: int | None, text_port: int | None, no_workers: bool) -> None:
     """Run the media host and the text gateway."""
-    from modelport import server
+    from modelport import launch
     from modelport.logs import configure_logging
 
     settings = _settings(host=host, media_port=media_port, text_port=text_port)
@@ -87,6 +87,8 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     configure_logging(settings.log_level, json_lines=settings.log_json)
     migration = start_sqlite_migration(settings)
     if workers == 1:
+        from modelport import server  # with several workers the CLI execs the supervisor: it never needs it
+
         server.import_apps()  # needed anyway; on a first start, while the child migrates on the other core
     if migration is not None:
         try:
@@ -94,13 +96,13 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
         except StartupError as exc:
             raise click.ClickException(str(exc)) from exc
     demo = _run_db(settings, lambda engine: prepare(engine, settings), migrate_sqlite=False)
-    media_sock = server.bind_socket(settings.host, settings.media_port)
-    text_sock = server.bind_socket(settings.host, settings.text_port)
+    media_sock = launch.bind_socket(settings.host, settings.media_port)
+    text_sock = launch.bind_socket(settings.host, settings.text_port)
     # With port 0 the OS picked the ports: the workers (and the public media URL default) need the real ones.
     settings = settings.model_copy(
         update={"media_port": media_sock.getsockname()[1], "text_port": text_sock.getsockname()[1]}
     )
-    metrics = server.start_metrics(settings, workers)
+    metrics = launch.start_metrics(settings, workers)
     media_url = f"http://{settings.host}:{settings.media_port}"
     text_url = f"http://{settings.host}:{settings.text_port}"
     lines = [
@@ -137,7 +139,10 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
         )
     click.echo("\n".join(lines), err=False)
     sys.stdout.flush()
-    server.run(settings, media_sock, text_sock, workers, metrics_endpoint=metrics)
+    launch.raise_open_file_limit()  # inherited across the exec and by every worker
+    if workers > 1:
+        launch.exec_supervisor(settings, media_sock, text_sock, workers, metrics)  # does not return
+    server.worker_main(settings, media_sock, text_sock)  # imported above: workers == 1
 
 
 def _local_model_line(settings: Settings) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import socket
 
-from modelport import server
+from modelport import launch, server
 from modelport.settings import load_settings
 
 
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> None:
     text_sock = socket.socket(fileno=args.text_fd)
     for sock in (media_sock, text_sock):
         sock.set_inheritable(False)  # not passed on to what this process starts (media task children)
-    server.raise_open_file_limit()
+    launch.raise_open_file_limit()
     server.worker_main(settings, media_sock, text_sock)
 
 

@@ -15,8 +15,6 @@ from typing import Literal
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.queue.schema import queue_schema_installed
-
 # The head of storage/migrations/versions, and every revision of its history.
 HEAD_REVISION = "0014"
 KNOWN_REVISIONS = frozenset(f"{n:04d}" for n in range(1, 15))
@@ -66,6 +64,11 @@ def sqlite_state(path: Path) -> SchemaState:
 async def schema_state(engine: AsyncEngine) -> SchemaState:
     async with engine.connect() as conn:
         applied = await applied_revisions(conn)
-        if not await queue_schema_installed(conn):
-            return "behind"
+        if conn.dialect.name == "postgresql":
+            # PgQueuer's tables (SQLite has none); imported here so that the CLI of `serve --workers N`,
+            # which never runs the queue, does not load PgQueuer.
+            from modelport.queue.schema import queue_schema_installed
+
+            if not await queue_schema_installed(conn):
+                return "behind"
     return state_of(applied)
