@@ -18,12 +18,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
 from modelport.core.codec import ProtocolName
-from modelport.errors import InternalError, InvalidParameters, ServiceError
+from modelport.errors import InternalError, ServiceError
 from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.pipeline import TextGateway
 from modelport.gateway.protocol_routes import BY_PATH
 from modelport.protocols import get_codec
-from modelport.web.door import has_nul
+from modelport.web.door import has_nul, nul_refusal
 from modelport.web.envelope import encode_json
 from modelport.web.errors import count_refusal
 from modelport.web.request_id import log_access, new_request_id
@@ -45,8 +45,7 @@ class ProtocolEntry:
         started = time.perf_counter()
         answer: BodyAnswer | StreamAnswer
         if has_nul(scope):
-            error = InvalidParameters("the request path or query string contains a NUL byte (%00)")
-            answer = protocol_error(error, route.protocol)
+            answer = protocol_error(nul_refusal(), route.protocol)
         else:
             try:
                 answer = await self.gateway.handle(Request(scope, receive), route.endpoint, route.protocol)
