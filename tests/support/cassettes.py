@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-CONFORMANCE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "conformance"
+from tests.support.conformance_data import CONFORMANCE_DIR
+
 CASSETTES_DIR = CONFORMANCE_DIR / "cassettes" / "pydantic-ai"
 SSE_DIR = CONFORMANCE_DIR / "sse"
 
