@@ -4,20 +4,18 @@ with limits (the key shown once), edit a key's limits, revoke. A key never gives
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.grants import check_grant
-from modelport.accounts.limits import check_key_fields, fields_from_text
+from modelport.accounts.limits import check_key_fields
 from modelport.accounts.models import ApiKey, CreatedKey
 from modelport.accounts.service import create_key, get_key, list_keys, revoke_key, update_key
 from modelport.billing.key_budget import key_spend_view
 from modelport.console.deps import require_team
+from modelport.console.key_forms import form_values, key_form_fields
 from modelport.console.templating import console_root, render
 from modelport.errors import InvalidParameters, NotFound
 from modelport.web.deps import get_services
@@ -40,36 +38,9 @@ async def _page(
         "keys": ordered,
         "created": created,
         "spend": spend,
-        "forms": {k.id: _form_values(k) for k in ordered},
+        "forms": {k.id: form_values(k) for k in ordered},
     }
     return render(request, "team/keys.html", context, status=status)
-
-
-def _form_values(key: ApiKey) -> dict[str, Any]:
-    """A key's limits as the edit form shows them."""
-    limits = key.limits
-    expires = None if limits.expires_at_ms is None else datetime.fromtimestamp(limits.expires_at_ms / 1000, UTC)
-    return {
-        "spend_limit": "" if limits.spend_limit_micros is None else str(limits.to_public()["spend_limit_usd"]),
-        "period": limits.spend_limit_period,
-        "models": ",".join(limits.models or ()),
-        "rpm": "" if limits.rpm is None else str(limits.rpm),
-        "tpm": "" if limits.tpm is None else str(limits.tpm),
-        "expires": "" if expires is None else expires.strftime("%Y-%m-%dT%H:%M"),
-        "allow_ip": ",".join(str(n) for n in limits.allowed_ips or ()),
-        "role": key.role,
-    }
-
-
-_FORM_FIELDS = ("name", "spend_limit", "period", "models", "rpm", "tpm", "expires", "allow_ip", "role")
-
-
-async def _form_fields(request: Request) -> dict[str, Any]:
-    form = await request.form()
-    text = {name: value if isinstance(value := form.get(name), str) else None for name in _FORM_FIELDS}
-    if not text.get("role"):
-        text["role"] = None
-    return fields_from_text(text)
 
 
 @router.get("/keys")
@@ -79,7 +50,7 @@ async def keys_page(request: Request, auth: AuthContext = Depends(require_team))
 
 @router.post("/keys")
 async def create(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
-    fields = await _form_fields(request)
+    fields = await key_form_fields(request)
     name = fields.pop("name", None) or ""
     if len(name) > MAX_NAME:
         raise InvalidParameters(f"a key name is at most {MAX_NAME} characters", param="name")
@@ -103,7 +74,7 @@ async def _team_key(request: Request, auth: AuthContext, key_id: str) -> ApiKey:
 async def edit(request: Request, key_id: str, auth: AuthContext = Depends(require_team)) -> Response:
     services = get_services(request)
     key = await _team_key(request, auth, key_id)
-    fields = await _form_fields(request)
+    fields = await key_form_fields(request)
     check_grant(auth, check_key_fields(fields), key)
     await update_key(services.db, key.id, fields)
     services.auth.evict_all()  # this process at once; the others within auth_cache_seconds
