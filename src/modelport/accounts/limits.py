@@ -9,10 +9,11 @@ the hot path are in memory: an expiry comparison, a CIDR membership, `fnmatch` o
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from typing import Any
 
 from modelport.errors import InvalidParameters
@@ -68,6 +69,11 @@ class KeyLimits:
     tpm: int | None = None
     expires_at_ms: int | None = None
     allowed_ips: tuple[Network, ...] | None = None
+    # Answers already worked out for this key (the limits live as long as its auth cache entry): the hot
+    # path then costs a dict lookup per check instead of parsing an address or matching patterns.
+    _seen_hosts: dict[str | None, bool] = field(default_factory=dict, compare=False, repr=False)
+    _seen_models: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    _span: list[int] = field(default_factory=lambda: [0, 0], compare=False, repr=False)
 
     @property
     def empty(self) -> bool:
@@ -86,6 +92,15 @@ class KeyLimits:
     def ip_allowed(self, host: str | None) -> bool:
         if self.allowed_ips is None:
             return True
+        known = self._seen_hosts.get(host)
+        if known is None:
+            if len(self._seen_hosts) >= _MAX_SEEN:
+                self._seen_hosts.clear()
+            known = self._seen_hosts[host] = self._check_host(host)
+        return known
+
+    def _check_host(self, host: str | None) -> bool:
+        assert self.allowed_ips is not None
         if host is None:
             return False
         try:
@@ -97,7 +112,22 @@ class KeyLimits:
         return any(address in network for network in self.allowed_ips)
 
     def may_use(self, model_id: str) -> bool:
-        return self.models is None or any(fnmatchcase(model_id, pattern) for pattern in self.models)
+        if self.models is None:
+            return True
+        known = self._seen_models.get(model_id)
+        if known is None:
+            if len(self._seen_models) >= _MAX_SEEN:
+                self._seen_models.clear()
+            known = self._seen_models[model_id] = _patterns_regex(self.models).match(model_id) is not None
+        return known
+
+    def period_start(self, at_ms: int) -> int:
+        """`period_start_ms` of the spend period, remembered until the period ends."""
+        span = self._span
+        if not span[0] <= at_ms < span[1] or not span[1]:
+            start = period_start_ms(self.spend_limit_period, at_ms)
+            span[0], span[1] = start, period_end_ms(self.spend_limit_period, start) or 2**62
+        return span[0]
 
     def to_public(self) -> dict[str, Any]:
         return {
@@ -112,6 +142,12 @@ class KeyLimits:
 
 
 NO_LIMITS = KeyLimits()
+_MAX_SEEN = 1024
+
+
+def _patterns_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regular expression for all of a key's patterns (shell-glob semantics, as `fnmatchcase`)."""
+    return re.compile("|".join(f"(?:{translate(p)})" for p in patterns))
 
 
 def limits_from_columns(m: Any) -> KeyLimits:

@@ -43,7 +43,7 @@ def key_hold(key_id: str, limits: KeyLimits | None, at_ms: int) -> KeyHold | Non
     """The hold of a request made now with this key; None when the key has no spend limit."""
     if limits is None or limits.spend_limit_micros is None:
         return None
-    return KeyHold(key_id, period_start_ms(limits.spend_limit_period, at_ms), limits.spend_limit_micros)
+    return KeyHold(key_id, limits.period_start(at_ms), limits.spend_limit_micros)
 
 
 def _insert(conn: AsyncConnection) -> Any:

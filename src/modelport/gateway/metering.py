@@ -41,6 +41,8 @@ from modelport.web.key_rate import key_rpm_limiter_key
 log = logging.getLogger("modelport.metering")
 
 LEASE_TTL_SECONDS = 15 * 60
+# How long token-per-minute corrections (usage against the admission estimate) are gathered before applied.
+TOKEN_FLUSH_SECONDS = 0.05
 METERING: ServiceKey[Metering] = ServiceKey("metering")
 
 
@@ -79,6 +81,8 @@ class Metering:
         self._leases: dict[str, Lease] = {}
         # Tokens counted on admission against TPM limits, per request: (limiter key, limit, tokens).
         self._tokens: dict[str, list[tuple[str, int, int]]] = {}
+        self._corrections: dict[str, list[int]] = {}  # limiter key -> [limit, tokens to add (or give back)]
+        self._flush: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     async def admit(self, ctx: RequestContext) -> None:
@@ -193,7 +197,28 @@ class Metering:
         for key, limit, cost in counted:
             delta = min(used, limit) - cost
             if delta:
-                self._spawn(self._limiters.rate.adjust(key, limit, 60, delta))
+                self._correct(key, limit, delta)
+
+    def _correct(self, key: str, limit: int, delta: int) -> None:
+        # Corrections are summed per limiter key and applied together every TOKEN_FLUSH_SECONDS: one
+        # background task per flush rather than one per request (a task costs more than the rest of it).
+        entry = self._corrections.get(key)
+        if entry is None:
+            self._corrections[key] = [limit, delta]
+        else:
+            entry[0], entry[1] = limit, entry[1] + delta
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(TOKEN_FLUSH_SECONDS, self._flush_corrections)
+
+    def _flush_corrections(self) -> None:
+        self._flush = None
+        corrections, self._corrections = self._corrections, {}
+        self._spawn(self._apply(corrections))
+
+    async def _apply(self, corrections: dict[str, list[int]]) -> None:
+        for key, (limit, delta) in corrections.items():
+            if delta:
+                await self._limiters.rate.adjust(key, limit, 60, delta)
 
     def finish(self, ctx: RequestContext, outcome: Outcome) -> None:
         usage = billed_usage(ctx, outcome)
@@ -239,6 +264,9 @@ class Metering:
             log.warning("releasing a limiter's count failed: %s", task.exception())
 
     async def aclose(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush_corrections()
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
 
