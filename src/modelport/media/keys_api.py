@@ -27,6 +27,32 @@ from modelport.web.envelope import ok
 
 router = APIRouter(prefix="/api/v1/keys", tags=["keys"])
 MAX_PAGE_SIZE = 100
+_NULLABLE = {"nullable": True}
+_FIELDS_BODY = {
+    "requestBody": {
+        "required": False,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "description": "A key's fields (docs/api/keys.md); on PATCH, null clears a limit",
+                    "additionalProperties": False,
+                    "properties": {
+                        "name": {"type": "string", "maxLength": 100, **_NULLABLE},
+                        "spend_limit_usd": {"type": "number", "minimum": 0, **_NULLABLE},
+                        "spend_limit_period": {"type": "string", "enum": ["day", "week", "month", "total"]},
+                        "models": {"type": "array", "items": {"type": "string"}, **_NULLABLE},
+                        "rpm": {"type": "integer", "minimum": 1, **_NULLABLE},
+                        "tpm": {"type": "integer", "minimum": 1, **_NULLABLE},
+                        "expires_at": {"type": "integer", "description": "Unix seconds", **_NULLABLE},
+                        "allowed_ips": {"type": "array", "items": {"type": "string"}, **_NULLABLE},
+                        "role": {"type": "string", "enum": ["member", "admin"]},
+                    },
+                }
+            }
+        },
+    }
+}
 
 
 async def admin_key(request: Request, auth: AuthContext = Depends(media_auth)) -> AuthContext:
@@ -81,7 +107,9 @@ async def list_keys(
     )
 
 
-@router.post("", summary="Create a key of the team (admin keys only; the secret is shown once)")
+@router.post(
+    "", summary="Create a key of the team (admin keys only; the secret is shown once)", openapi_extra=_FIELDS_BODY
+)
 async def create_key(request: Request, auth: AuthContext = Depends(admin_key)) -> Response:
     fields = _fields(await _json(request))
     check_grant(auth, check_key_fields(fields), None)
@@ -94,7 +122,7 @@ async def show_key(request: Request, key_id: str, auth: AuthContext = Depends(ad
     return ok(await _view(request, await _team_key(request, auth, key_id)))
 
 
-@router.patch("/{key_id}", summary="Change a key's name, limits or role (admin keys only)")
+@router.patch("/{key_id}", summary="Change a key's name, limits or role (admin keys only)", openapi_extra=_FIELDS_BODY)
 async def update_key(request: Request, key_id: str, auth: AuthContext = Depends(admin_key)) -> Response:
     record = await _team_key(request, auth, key_id)
     fields = _fields(await _json(request))

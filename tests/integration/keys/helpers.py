@@ -29,6 +29,15 @@ inference_rpm = 100000
 query_rpm = 100000
 concurrent_media_tasks = 1000
 concurrent_requests = 1000
+
+[[tiers]]
+name = "metered"
+qualifying_topup_usd = "1000000"
+inference_rpm = 100000
+query_rpm = 100000
+concurrent_media_tasks = 1000
+concurrent_requests = 1000
+tpm = 300
 """
 
 

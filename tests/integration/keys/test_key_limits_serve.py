@@ -179,6 +179,19 @@ def test_key_tpm_counts_the_tokens_used(srv: RunningServer) -> None:
     assert "tokens per minute" in refused.json()["error"]["message"]
 
 
+def test_a_tiers_tpm_limits_the_team(srv: RunningServer) -> None:
+    new_team(srv, "metered")
+    assert admin(srv, "PUT", "/teams/metered/tier", json={"tier": "metered"}).status_code == 200
+    key, _ = new_key(srv, "metered")
+    assert chat(srv, key).status_code == 200
+    assert chat(srv, key).status_code == 200
+    deadline = time.monotonic() + 10
+    while (refused := chat(srv, key)).status_code == 200:
+        assert time.monotonic() < deadline, "the team's tokens per minute were never reached"
+    assert refused.status_code == 429 and refused.headers["X-RateLimit-Limit"] == "300"
+    assert refused.json()["error"]["message"] == "the team's limit of 300 tokens per minute"
+
+
 def test_key_spend_limit_on_both_hosts_and_in_validate(srv: RunningServer) -> None:
     new_team(srv, "spend", usd="10")
     # Three text requests and change; the media host's model costs 2000 micro-USD.
