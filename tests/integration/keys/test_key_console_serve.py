@@ -122,3 +122,20 @@ def test_the_operator_console_creates_and_edits_keys_with_limits(srv: RunningSer
         assert "rpm must be a whole number" in client.get(f"/admin/teams/{team_id}").text
     finally:
         client.close()
+
+
+def test_the_console_refuses_expired_keys_and_other_addresses(srv: RunningServer) -> None:
+    new_team(srv, "console-rules")
+    elsewhere, _ = new_key(srv, "console-rules", allowed_ips=["10.0.0.0/8"])
+    expiring, expiring_id = new_key(srv, "console-rules", expires_at=4_000_000_000)
+    client = ConsoleClient(srv.media_url)
+    try:
+        assert client.sign_in(elsewhere).status_code == 401
+        assert client.sign_in(expiring).status_code == 303
+        assert client.get("/keys").status_code == 200
+        assert admin(srv, "PATCH", f"/keys/{expiring_id}", json={"expires_at": 1}).status_code == 200
+        ended = client.get("/keys")
+        assert ended.status_code == 303 and "/sign-in" in ended.headers["location"]
+        assert client.sign_in(expiring).status_code == 401
+    finally:
+        client.close()
