@@ -104,3 +104,35 @@ def test_a_key_never_gives_more_than_it_has(srv: RunningServer) -> None:
     sub = narrower.json()["data"]["key"]
     sub_made = call(srv, sub, "POST", json={"rpm": 5, "spend_limit_usd": "2", "models": ["openai/gpt-4o"]})
     assert sub_made.status_code == 403  # 2 USD is more than its own 1 USD
+
+
+def test_bad_bodies_and_queries_are_400_in_the_media_shape(srv: RunningServer) -> None:
+    new_team(srv, "odd-bodies")
+    boss, boss_id = new_key(srv, "odd-bodies", role="admin")
+    for raw in (b"[1]", b"{", b'"x"'):
+        answer = httpx.post(
+            srv.media_url + "/api/v1/keys",
+            content=raw,
+            headers={**bearer(boss), "content-type": "application/json"},
+            timeout=30,
+        )
+        assert answer.status_code == 400 and answer.json()["code"] == 400, (raw, answer.text)
+    for body in (
+        {"spend_limit_usd": [1]},
+        {"spend_limit_usd": "NaN"},
+        {"models": [1]},
+        {"models": "openai/*"},
+        {"expires_at": 1e30},
+        {"role": ["admin"]},
+        {"name": {"a": 1}},
+        {"allowed_ips": "10.0.0.0/8"},
+        {"tpm": 2.5},
+        {"unknown": 1},
+    ):
+        for method, path in (("POST", ""), ("PATCH", f"/{boss_id}")):
+            answer = call(srv, boss, method, path, json=body)
+            assert answer.status_code == 400, (method, body, answer.text)
+            assert answer.json()["message"].startswith("Invalid parameters: "), answer.text
+    for query in ({"page": "0"}, {"page_size": "1000"}, {"page": "x"}):
+        answer = call(srv, boss, "GET", params=query)
+        assert answer.status_code == 400 and answer.json()["code"] == 400, (query, answer.text)
