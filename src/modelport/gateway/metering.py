@@ -36,7 +36,7 @@ from modelport.money import micros_to_usd
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
 from modelport.services import ServiceKey
 from modelport.settings import Settings
-from modelport.web.key_rate import key_rpm_limiter_key
+from modelport.web.key_rate import key_rpm_limiter_key, key_tpm_limiter_key
 
 log = logging.getLogger("modelport.metering")
 
@@ -117,7 +117,7 @@ class Metering:
             if limits is not None and limits.tpm is not None:
                 await self._rate(
                     ctx,
-                    f"key:{ctx.auth.key_id}:tpm",
+                    key_tpm_limiter_key(ctx.auth.key_id),
                     limits.tpm,
                     tokens,
                     "this API key's limit of {} tokens per minute",

@@ -16,6 +16,7 @@ from modelport.catalog_spec import LISTED_BY_DEFAULT, MediaModel
 from modelport.errors import InvalidParameters
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
+from modelport.web.key_rate import key_rates_left
 
 router = APIRouter(prefix="/api/v1", tags=["utility"])
 
@@ -72,6 +73,7 @@ async def validate_key(request: Request, auth: AuthContext = Depends(media_auth)
             "role": auth.role,
             "limits": (auth.limits or NO_LIMITS).to_public(),
             "spend": await key_spend_view(get_services(request).db, auth.key_id, auth.limits),
+            "rate_remaining": await key_rates_left(get_services(request), auth),
         }
     )
 

@@ -13,6 +13,25 @@ def key_rpm_limiter_key(key_id: str) -> str:
     return f"key:{key_id}:rpm"
 
 
+def key_tpm_limiter_key(key_id: str) -> str:
+    return f"key:{key_id}:tpm"
+
+
+async def key_rates_left(services: Services, auth: AuthContext) -> dict[str, int | None]:
+    """What is left right now of the key's own RPM and TPM (None: no such limit); counts nothing."""
+    limits = auth.limits
+    left: dict[str, int | None] = {"rpm": None, "tpm": None}
+    if limits is None:
+        return left
+    for name, limit, key in (
+        ("rpm", limits.rpm, key_rpm_limiter_key(auth.key_id)),
+        ("tpm", limits.tpm, key_tpm_limiter_key(auth.key_id)),
+    ):
+        if limit is not None:
+            left[name] = (await services.limiters.rate.hit(key, limit, 60, 0)).remaining
+    return left
+
+
 async def enforce_key_rpm(services: Services, auth: AuthContext) -> dict[str, str]:
     """Count one request against the key's RPM (none: nothing to do); 429 with the key's own headers."""
     limits = auth.limits

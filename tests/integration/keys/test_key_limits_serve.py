@@ -161,6 +161,8 @@ def test_key_rpm_counts_text_and_media_with_the_keys_own_headers(srv: RunningSer
     media = sketch(srv, key)
     assert media.status_code == 429 and media.headers["X-RateLimit-Limit"] == "3"
     assert media.json()["message"].startswith("Rate limit exceeded: ")
+    left = httpx.get(srv.media_url + "/api/v1/apikey/validate", headers=bearer(key), timeout=30).json()["data"]
+    assert left["rate_remaining"] == {"rpm": 0, "tpm": None} and left["limits"]["rpm"] == 3
     other, _ = new_key(srv, "rpm")  # the team's other keys keep the team's own limit
     assert chat(srv, other).status_code == 200
 
