@@ -293,7 +293,7 @@ def _key_limit_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _key_fields(options: dict[str, Any]) -> dict[str, Any]:
-    from modelport.accounts.limits import fields_from_text
+    from modelport.accounts.key_fields import fields_from_text
 
     allow_ip = options.pop("allow_ip", ())
     text = {k: (None if v is None else str(v)) for k, v in options.items()}

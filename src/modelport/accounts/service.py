@@ -10,8 +10,9 @@ from sqlalchemy import Row, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.keys import generate_key, hash_key, visible_prefix
-from modelport.accounts.limits import check_key_fields, limits_from_columns
+from modelport.accounts.limits import limits_from_columns
 from modelport.accounts.models import ApiKey, CreatedKey, Team
 from modelport.clock import now_ms
 from modelport.errors import Conflict, InvalidParameters, NotFound

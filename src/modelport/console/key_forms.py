@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from modelport.accounts.limits import fields_from_text
+from modelport.accounts.key_fields import fields_from_text
 from modelport.accounts.models import ApiKey
 
 FORM_FIELDS = ("name", "spend_limit", "period", "models", "rpm", "tpm", "expires", "allow_ip", "role")

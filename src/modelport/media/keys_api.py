@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.grants import check_grant
-from modelport.accounts.limits import check_key_fields
+from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.models import ApiKey
 from modelport.billing.key_budget import key_spend_view
 from modelport.billing.operator import Operator

@@ -7,15 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from modelport.accounts.limits import (
-    KeyLimits,
-    check_key_fields,
-    limits_from_columns,
-    parse_expiry,
-    period_end_ms,
-    period_start_ms,
-    within,
-)
+from modelport.accounts.grants import within
+from modelport.accounts.key_fields import check_key_fields, parse_expiry
+from modelport.accounts.limits import KeyLimits, limits_from_columns, period_end_ms, period_start_ms
 from modelport.errors import InvalidParameters
 
 

@@ -10,7 +10,7 @@ from starlette.responses import RedirectResponse, Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.grants import check_grant
-from modelport.accounts.limits import check_key_fields
+from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.models import ApiKey, CreatedKey
 from modelport.accounts.service import create_key, get_key, list_keys, revoke_key, update_key
 from modelport.billing.key_budget import key_spend_view
