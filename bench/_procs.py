@@ -198,6 +198,18 @@ concurrent_requests = 100000
 """
 
 
+def _limited_key(env: dict[str, str]) -> str:
+    """A demo-team key with every per-key limit set, none of them reached in a run (issue 24's bench)."""
+    made = subprocess.run(
+        [sys.executable, "-m", "modelport", "admin", "key", "create", "demo", "--spend-limit", "100000",
+         "--period", "month", "--models", "bench/*", "--rpm", "100000000", "--tpm", "1000000000",
+         "--expires", "2099-01-01", "--allow-ip", "127.0.0.0/8", "--json"],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    key: str = json.loads(made.stdout)["key"]
+    return key
+
+
 def start_gateway(
     data_dir: Path,
     fake_url: str,
@@ -206,6 +218,7 @@ def start_gateway(
     database_url: str | None,
     launcher: str | None = None,
     metrics: bool = False,
+    limited_key: bool = False,
 ) -> Proc:
     """`modelport serve` (or `python LAUNCHER serve ...`, a script standing in for `-m modelport` in experiments)."""
     catalog = data_dir / "catalog.toml"
@@ -254,6 +267,9 @@ def start_gateway(
         if key is None:
             raise RuntimeError(f"no demo key in the banner (reused data dir?): {lines}")
         startup = wait_first_chat(url, "bench/fast", key, process, 60) - started
+        if limited_key:
+            key = _limited_key(env)
+            wait_first_chat(url, "bench/fast", key, process, 60)
     except BaseException:
         process.kill()
         process.wait()

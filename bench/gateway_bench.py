@@ -476,6 +476,7 @@ async def main_async(args: argparse.Namespace) -> int:
             database_url=args.database_url,
             launcher=args.launcher,
             metrics=args.metrics,
+            limited_key=args.limited_key,
         )
         servers["fast"] = servers["translated"] = gateway
         facts["modelport"] = ServerFacts.of(gateway)
@@ -575,6 +576,9 @@ def main() -> None:
     )
     parser.add_argument("--metrics", action="store_true", help="serve with MODELPORT_METRICS_PORT set (recording on)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare-proxy phases")
+    parser.add_argument(
+        "--limited-key", action="store_true", help="call with a key that has every per-key limit set (issue 24)"
+    )
     parser.add_argument(
         "--peer",
         choices=["auto", "on", "off"],

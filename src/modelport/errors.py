@@ -84,6 +84,14 @@ class InsufficientQuota(ServiceError):
     error_type = "insufficient_quota"
 
 
+class Forbidden(ServiceError):
+    """403: the key is valid but may not do this (a member key managing keys, a key granting more than it has)."""
+
+    status = 403
+    category = "Forbidden"
+    error_type = "permission_error"
+
+
 class NotFound(ServiceError):
     status = 404
     category = "Not found"

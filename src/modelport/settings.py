@@ -245,6 +245,8 @@ class TierSettings(BaseModel):
     query_rpm: int = Field(gt=0)
     concurrent_media_tasks: int = Field(gt=0)
     concurrent_requests: int = Field(default=64, gt=0)
+    # Text tokens per minute (input + output) of the team; None: no token limit.
+    tpm: int | None = Field(default=None, gt=0)
 
 
 def default_tiers() -> list[TierSettings]:

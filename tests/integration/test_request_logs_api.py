@@ -31,6 +31,7 @@ END = START + 5 * HOUR + 777
 USERS = ["user_alpha1", "user-beta-22", None]
 ITEM_KEYS = {
     "task_id",
+    "key_id",
     "status",
     "error",
     "model",

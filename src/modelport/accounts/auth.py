@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts.keys import hash_key
+from modelport.accounts.limits import KeyLimits
 from modelport.accounts.models import ApiKey, Team
 from modelport.accounts.service import lookup_key, lookup_key_id, touch_key
 from modelport.clock import now_ms
@@ -30,6 +31,24 @@ class AuthContext:
     team_name: str
     tier: str
     log_retention: bool = False
+    # The key's own limits; None when it has none (the hot path then checks nothing more).
+    limits: KeyLimits | None = None
+    role: str = "member"
+    key_name: str | None = None
+
+    def refusal(self, at_ms: int, client_host: str | None) -> str | None:
+        """Why this request may not use the key (`key_expired`, `ip_not_allowed`), None when it may."""
+        limits = self.limits
+        if limits is None:
+            return None
+        if limits.expired(at_ms):
+            return "key_expired"
+        if not limits.ip_allowed(client_host):
+            return "ip_not_allowed"
+        return None
+
+    def may_use(self, model_id: str) -> bool:
+        return self.limits is None or self.limits.may_use(model_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +75,20 @@ def _resolution(found: tuple[ApiKey, Team] | None) -> Resolution:
     record, team = found
     if team.suspended:
         return Resolution(None, suspended=True)
-    return Resolution(AuthContext(record.id, record.prefix, team.id, team.name, team.tier, team.log_retention))
+    limits = None if record.limits.empty else record.limits
+    return Resolution(
+        AuthContext(
+            record.id,
+            record.prefix,
+            team.id,
+            team.name,
+            team.tier,
+            team.log_retention,
+            limits=limits,
+            role=record.role,
+            key_name=record.name,
+        )
+    )
 
 
 class Authenticator:
@@ -103,7 +135,10 @@ class Authenticator:
                 if len(self._by_id) >= _MAX_ENTRIES:
                     self._by_id.clear()
                 self._by_id[key_id] = entry
-        return entry.resolution.context
+        context = entry.resolution.context
+        if context is not None and context.limits is not None and context.limits.expired(now_ms()):
+            return None  # an expired key ends its console session like a revoked one
+        return context
 
     def evict_all(self) -> None:
         self._cache.clear()

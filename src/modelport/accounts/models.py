@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from modelport.accounts.limits import NO_LIMITS, KeyLimits
 from modelport.money import display_usd
 
 
@@ -57,6 +58,8 @@ class ApiKey:
     created_at_ms: int
     revoked_at_ms: int | None
     last_used_at_ms: int | None
+    limits: KeyLimits = NO_LIMITS
+    role: str = "member"
 
     @property
     def active(self) -> bool:
@@ -72,6 +75,8 @@ class ApiKey:
             "created_at": self.created_at_ms // 1000,
             "revoked_at": None if self.revoked_at_ms is None else self.revoked_at_ms // 1000,
             "last_used_at": None if self.last_used_at_ms is None else self.last_used_at_ms // 1000,
+            "role": self.role,
+            **self.limits.to_public(),
         }
 
 

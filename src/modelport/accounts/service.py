@@ -10,7 +10,9 @@ from sqlalchemy import Row, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.keys import generate_key, hash_key, visible_prefix
+from modelport.accounts.limits import limits_from_columns
 from modelport.accounts.models import ApiKey, CreatedKey, Team
 from modelport.clock import now_ms
 from modelport.errors import Conflict, InvalidParameters, NotFound
@@ -45,6 +47,8 @@ def key_from_row(row: Row[Any]) -> ApiKey:
         created_at_ms=int(m["created_at_ms"]),
         revoked_at_ms=m["revoked_at_ms"],
         last_used_at_ms=m["last_used_at_ms"],
+        limits=limits_from_columns(m),
+        role=m["role"] or "member",
     )
 
 
@@ -117,14 +121,19 @@ async def update_team(engine: AsyncEngine, ref: str, **changes: Any) -> Team:
     return await get_team(engine, team.id)
 
 
-async def create_key(engine: AsyncEngine, team_ref: str, *, name: str | None = None) -> CreatedKey:
+async def create_key(
+    engine: AsyncEngine, team_ref: str, *, name: str | None = None, fields: dict[str, Any] | None = None
+) -> CreatedKey:
+    """A new key of the team; `fields` are its limits and role by their public names (`check_key_fields`)."""
+    columns = check_key_fields(fields or {})
     team = await get_team(engine, team_ref)
     key = generate_key()
     key_id = new_id("key")
     values = {
+        **columns,
         "id": key_id,
         "team_id": team.id,
-        "name": name,
+        "name": name if name is not None else columns.get("name"),
         "prefix": visible_prefix(key),
         "key_hash": hash_key(key),
         "created_at_ms": now_ms(),
@@ -142,6 +151,16 @@ async def get_key(engine: AsyncEngine, key_id: str) -> ApiKey:
     if row is None:
         raise NotFound(f"no key {key_id!r}")
     return key_from_row(row)
+
+
+async def update_key(engine: AsyncEngine, key_id: str, fields: dict[str, Any]) -> ApiKey:
+    """Change a key's name, limits or role (public names; None clears a limit). A revoked key stays revoked."""
+    columns = check_key_fields(fields)
+    await get_key(engine, key_id)
+    if columns:
+        async with engine.begin() as conn:
+            await conn.execute(update(api_keys).where(api_keys.c.id == key_id).values(**columns))
+    return await get_key(engine, key_id)
 
 
 async def revoke_key(engine: AsyncEngine, key_id: str) -> ApiKey:

@@ -44,8 +44,22 @@ class TeamPatch(_Body):
     log_retention: bool | None = None
 
 
-class KeyCreate(_Body):
-    name: str | None = Field(default=None, max_length=100)
+class KeyFields(_Body):
+    """A key's name, limits and role (accounts.limits checks the values: 400 naming the field)."""
+
+    name: Any = None
+    spend_limit_usd: Any = None
+    spend_limit_period: Any = None
+    models: Any = None
+    rpm: Any = None
+    tpm: Any = None
+    expires_at: Any = None
+    allowed_ips: Any = None
+    role: Any = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields the client sent (PATCH: a field sent as null clears that limit)."""
+        return {name: getattr(self, name) for name in self.model_fields_set}
 
 
 class Topup(_Body):
@@ -124,8 +138,9 @@ async def ledger(request: Request, team: str, limit: int = 100, before_id: int |
 
 
 @router.post("/teams/{team}/keys")
-async def create_key(request: Request, team: str, body: KeyCreate | None = None) -> Response:
-    created = await _operator(request).create_key(team, name=body.name if body else None)
+async def create_key(request: Request, team: str, body: KeyFields | None = None) -> Response:
+    fields = body.given() if body else {}
+    created = await _operator(request).create_key(team, fields=fields)
     return ok(
         {
             "key": created.key,
@@ -140,6 +155,16 @@ async def create_key(request: Request, team: str, body: KeyCreate | None = None)
 async def list_keys(request: Request, team: str) -> Response:
     keys = await _operator(request).list_keys(team)
     return ok({"keys": [k.to_public() for k in keys]})
+
+
+@router.get("/keys/{key_id}")
+async def show_key(request: Request, key_id: str) -> Response:
+    return ok((await _operator(request).key(key_id)).to_public())
+
+
+@router.patch("/keys/{key_id}")
+async def update_key(request: Request, key_id: str, body: KeyFields) -> Response:
+    return ok((await _operator(request).update_key(key_id, body.given())).to_public())
 
 
 @router.post("/keys/{key_id}/revoke")

@@ -16,7 +16,7 @@ from modelport.apps.text import create_text_app
 from modelport.console.admin import ROUTERS as ADMIN_ROUTERS
 from modelport.console.app import mount_console
 from modelport.errors import NotFound
-from modelport.media import utility
+from modelport.media import keys_api, utility
 from modelport.media.assets import routes as asset_routes
 from modelport.media.files import routes as file_routes
 from modelport.media.model_docs import render_page
@@ -39,6 +39,7 @@ def create_media_app(services: Services | None = None, settings: Settings | None
     # Tasks last: their `POST /{provider}/{model}` must not shadow the fixed routes before them.
     for router in (
         utility.router,
+        keys_api.router,
         admin.router,
         file_routes.router,
         asset_routes.router,
@@ -74,6 +75,8 @@ def media_errors(method: str, path: str) -> tuple[int, ...]:
         return (402, 413, 429)
     if path == "/api/v1/tasks/{task_id}/cancel":
         return (409,)
+    if path.startswith("/api/v1/keys"):
+        return (403,)
     return ()
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.billing import ledger, reservations
+from modelport.billing.key_budget import KeyBudgetShort, KeyHold
 from modelport.billing.settlement import RESERVATION_PREFIX, Settlement, SettlementWriter
 from modelport.clock import now_ms
 from modelport.ids import new_id
@@ -68,6 +69,8 @@ class Allocation:
     team_id: str
     reservation: str
     estimate_micros: int
+    # The key whose spend limit the reservation also holds (None: the team's money only).
+    key: KeyHold | None = None
 
 
 @dataclass(slots=True)
@@ -78,6 +81,7 @@ class _Reservation:
     amount: int = 0
     in_flight: int = 0
     returned: bool = False  # its unused part went back; it closes when its last request settles
+    key: KeyHold | None = None
 
 
 @dataclass(slots=True)
@@ -88,6 +92,13 @@ class _TeamCredit:
     in_flight: int = 0
     last_used: float = 0.0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # A key with a spend limit is a budget holder of its own: its reservations hold the team's money and
+    # the key's limit together (ledger.reserve with the key), so neither can be overspent.
+    key: KeyHold | None = None
+
+
+def _holder(team_id: str, key: KeyHold | None) -> str:
+    return team_id if key is None else f"{key.key_id}@{key.period_ms}"
 
 
 class CreditBook:
@@ -106,7 +117,7 @@ class CreditBook:
         # Names the process in `credit_reservations.owner` (host and pid help an operator; the random part
         # keeps a reused pid apart).
         self._owner = f"{socket.gethostname()[:32]}-{os.getpid()}-{secrets.token_hex(4)}"
-        self._teams: dict[str, _TeamCredit] = {}
+        self._teams: dict[str, _TeamCredit] = {}  # by holder: a team, or a limited key's period
         # Every reservation of this process not closed yet (current ones and returned ones with requests).
         self._reservations: dict[str, _Reservation] = {}
         self._task: asyncio.Task[None] | None = None
@@ -115,29 +126,38 @@ class CreditBook:
     def owner(self) -> str:
         return self._owner
 
-    async def admit(self, team_id: str, estimate_micros: int) -> Allocation | None:
-        """Take `estimate_micros` from the team's reservation, reserving more when it is short; None when
-        the team as a whole (available balance and what other processes hold unused) cannot cover it."""
-        credit = self._teams.get(team_id)
+    async def admit(self, team_id: str, estimate_micros: int, key: KeyHold | None = None) -> Allocation | None:
+        """Take `estimate_micros` from the team's reservation (with `key`, the reservation of that key's
+        period, held against the team and the key's limit), reserving more when it is short; None when the
+        team as a whole (available balance and what other processes hold unused) cannot cover it; raises
+        KeyBudgetShort when the key's limit cannot."""
+        holder = team_id if key is None else _holder(team_id, key)
+        credit = self._teams.get(holder)
         if credit is None:
-            credit = self._teams[team_id] = _TeamCredit()
+            credit = self._teams[holder] = _TeamCredit(key=key)
+        elif key is not None:
+            credit.key = key  # the limit may have changed: the next reservation holds against the new one
         if self._short(credit, estimate_micros):
             async with credit.lock:
                 # Re-check: another request may have reserved while this one waited for the lock.
-                if self._short(credit, estimate_micros) and not await self._reserve(team_id, credit, estimate_micros):
-                    return None
+                if self._short(credit, estimate_micros):
+                    short = await self._reserve(team_id, credit, estimate_micros)
+                    if short == "key":
+                        raise KeyBudgetShort(key.key_id if key else "")
+                    if short is not None:
+                        return None
         current = credit.current
         assert current is not None
         credit.available -= estimate_micros
         credit.in_flight += 1
         current.in_flight += 1
         credit.last_used = time.monotonic()
-        return Allocation(team_id, current.ref, estimate_micros)
+        return Allocation(team_id, current.ref, estimate_micros, key)
 
     def settle(self, allocation: Allocation, cost_micros: int, request_id: str) -> None:
         """The request ended and cost `cost_micros`: settle it in the background; the unused part of its
         estimate goes back to the reservation it came from (or to the team, if that one was returned)."""
-        credit = self._teams.get(allocation.team_id)
+        credit = self._teams.get(_holder(allocation.team_id, allocation.key))
         if credit is not None:
             credit.in_flight -= 1
             credit.last_used = time.monotonic()
@@ -154,9 +174,17 @@ class CreditBook:
             closes = reservation is not None and reservation.in_flight == 0
             if closes:
                 del self._reservations[allocation.reservation]
+        key = allocation.key
         self._settlements.submit(
             Settlement(
-                allocation.team_id, held, cost_micros, request_id, release_ref=allocation.reservation, closes=closes
+                allocation.team_id,
+                held,
+                cost_micros,
+                request_id,
+                release_ref=allocation.reservation,
+                closes=closes,
+                key_id=None if key is None else key.key_id,
+                key_period_ms=0 if key is None else key.period_ms,
             )
         )
 
@@ -167,7 +195,8 @@ class CreditBook:
             or time.monotonic() - credit.current.reserved_at > self._max_age
         )
 
-    async def _reserve(self, team_id: str, credit: _TeamCredit, estimate: int) -> bool:
+    async def _reserve(self, team_id: str, credit: _TeamCredit, estimate: int) -> str | None:
+        """Take a new reservation for the holder; None when done, else who is short: `team` or `key`."""
         current = credit.current
         if current is not None and credit.available < estimate:  # used up (not rotated for its age)
             age = max(time.monotonic() - current.reserved_at, 0.05)
@@ -179,18 +208,24 @@ class CreditBook:
         self._return(credit)
         deadline = time.monotonic() + self._settings.ask_back_wait_seconds
         asked = False
+        key = credit.key
         while True:
             ref = new_id(RESERVATION_PREFIX.rstrip("_"))
-            amount = await ledger.reserve(
-                self._engine,
-                team_id,
-                want_micros=want,
-                minimum_micros=estimate,
-                ref=ref,
-                owner=self._owner,
-                lease_until_ms=self._lease_until(),
-                share_divisor=FAIR_SHARE,
-            )
+            short = "team"
+            try:
+                amount = await ledger.reserve(
+                    self._engine,
+                    team_id,
+                    want_micros=want,
+                    minimum_micros=estimate,
+                    ref=ref,
+                    owner=self._owner,
+                    lease_until_ms=self._lease_until(),
+                    share_divisor=FAIR_SHARE,
+                    key=key,
+                )
+            except KeyBudgetShort:
+                amount, short = None, "key"
             if amount is not None:
                 break
             if self._settlements.pending:
@@ -204,15 +239,16 @@ class CreditBook:
             # Short: other processes may hold the team's money unused. Ask them for it, then retry.
             if not asked:
                 asked = True
-                if not await reservations.ask_back(self._engine, team_id, self._owner):
-                    return False
+                key_id = key.key_id if short == "key" and key is not None else None
+                if not await reservations.ask_back(self._engine, team_id, self._owner, key_id=key_id):
+                    return short
             if time.monotonic() >= deadline:
-                return False
+                return short
             await asyncio.sleep(RETRY_SECONDS)
-        reservation = _Reservation(ref, team_id, time.monotonic(), amount)
+        reservation = _Reservation(ref, team_id, time.monotonic(), amount, key=key)
         self._reservations[ref] = reservation
         credit.current, credit.available = reservation, amount
-        return True
+        return None
 
     def _return(self, credit: _TeamCredit) -> None:
         """Give back the unused part of the team's current reservation; it closes once its requests end."""
@@ -223,9 +259,17 @@ class CreditBook:
             if closes:
                 self._reservations.pop(current.ref, None)
             if credit.available > 0 or closes:
+                key = current.key
                 self._settlements.submit(
                     Settlement(
-                        current.team_id, credit.available, 0, current.ref, release_ref=current.ref, closes=closes
+                        current.team_id,
+                        credit.available,
+                        0,
+                        current.ref,
+                        release_ref=current.ref,
+                        closes=closes,
+                        key_id=None if key is None else key.key_id,
+                        key_period_ms=0 if key is None else key.period_ms,
                     )
                 )
         credit.current, credit.available = None, 0
@@ -296,6 +340,6 @@ class CreditBook:
                 continue
             log.warning("credit reservation %s was swept while this process held it", ref)
             del self._reservations[ref]
-            credit = self._teams.get(reservation.team_id)
+            credit = self._teams.get(_holder(reservation.team_id, reservation.key))
             if credit is not None and credit.current is reservation:
                 credit.current, credit.available = None, 0

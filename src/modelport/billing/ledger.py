@@ -19,7 +19,8 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.billing import daily, reservations
+from modelport.billing import daily, key_budget, reservations
+from modelport.billing.key_budget import KeyBudgetShort, KeyHold
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, NotFound
 from modelport.money import MAX_BALANCE_MICROS, MAX_TOPUP_USD, MICROS_PER_USD, display_usd
@@ -159,6 +160,7 @@ async def reserve(
     owner: str,
     lease_until_ms: int,
     share_divisor: int = 1,
+    key: KeyHold | None = None,
 ) -> int | None:
     """Freeze up to `want_micros` if at least `minimum_micros` is available: never more than the available
     balance divided by `share_divisor` (a fair part of what is left, so other processes still find money), never less
@@ -166,7 +168,11 @@ async def reserve(
     The reservation's lease row (`billing.reservations`) is written in the same transaction.
 
     Read and write happen under the team row's lock (SQLite: BEGIN IMMEDIATE; PostgreSQL: FOR UPDATE), so
-    the amount can depend on the balance without a race."""
+    the amount can depend on the balance without a race.
+
+    With `key` (a key with a spend limit) the same amount is also held against the key's limit, in the same
+    transaction (`key_budget.hold_in`); raises KeyBudgetShort (nothing written) when the key's limit cannot
+    cover `minimum_micros` though the team's balance can."""
     if minimum_micros < 0 or want_micros < minimum_micros or share_divisor < 1:
         raise InvalidParameters("reserve needs 0 <= minimum <= want and share_divisor >= 1")
     async with engine.begin() as conn:
@@ -177,10 +183,23 @@ async def reserve(
         if balance is None or int(balance) < minimum_micros:
             return None
         amount = min(want_micros, max(minimum_micros, int(balance) // share_divisor))
+        if key is not None:
+            held = await key_budget.hold_in(
+                conn, key, want_micros=amount, minimum_micros=minimum_micros, share_divisor=share_divisor
+            )
+            if held is None:
+                raise KeyBudgetShort(key.key_id)
+            amount = held
         await _move(conn, team_id, -amount, amount)
         await _entry(conn, team_id, "hold", -amount, ref, "credit reservation")
         await reservations.insert_in(
-            conn, ref=ref, team_id=team_id, owner=owner, amount_micros=amount, lease_until_ms=lease_until_ms
+            conn,
+            ref=ref,
+            team_id=team_id,
+            owner=owner,
+            amount_micros=amount,
+            lease_until_ms=lease_until_ms,
+            key=None if key is None else (key.key_id, key.period_ms),
         )
     return amount
 

@@ -116,9 +116,21 @@ class Operator:
 
     # Keys
 
-    async def create_key(self, ref: str, *, name: str | None = None) -> CreatedKey:
+    async def create_key(
+        self, ref: str, *, name: str | None = None, fields: dict[str, Any] | None = None
+    ) -> CreatedKey:
+        """A new key; `fields`: its limits and role by their public names (accounts.limits.KEY_FIELDS)."""
         name = _text(name, param="name", limit=MAX_KEY_NAME)
-        return await accounts.create_key(self.engine, ref, name=name or None)
+        return await accounts.create_key(self.engine, ref, name=name or None, fields=fields)
+
+    async def update_key(self, key_id: str, fields: dict[str, Any]) -> ApiKey:
+        """Change a key's name, limits or role; every process sees it within `auth_cache_seconds`."""
+        record = await accounts.update_key(self.engine, key_id, fields)
+        self._access_changed()
+        return record
+
+    async def key(self, key_id: str) -> ApiKey:
+        return await accounts.get_key(self.engine, key_id)
 
     async def list_keys(self, ref: str) -> Sequence[ApiKey]:
         return await accounts.list_keys(self.engine, ref)

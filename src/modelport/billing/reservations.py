@@ -27,8 +27,16 @@ log = logging.getLogger("modelport.billing.reservations")
 
 
 async def insert_in(
-    conn: AsyncConnection, *, ref: str, team_id: str, owner: str, amount_micros: int, lease_until_ms: int
+    conn: AsyncConnection,
+    *,
+    ref: str,
+    team_id: str,
+    owner: str,
+    amount_micros: int,
+    lease_until_ms: int,
+    key: tuple[str, int] | None = None,
 ) -> None:
+    """`key`: (key id, period start) when the reservation also holds its amount against a key's limit."""
     await conn.execute(
         insert(credit_reservations).values(
             ref=ref,
@@ -38,6 +46,8 @@ async def insert_in(
             lease_until_ms=lease_until_ms,
             wanted=False,
             created_at_ms=now_ms(),
+            key_id=None if key is None else key[0],
+            key_period_ms=None if key is None else key[1],
         )
     )
 
@@ -55,14 +65,14 @@ async def renew(engine: AsyncEngine, owner: str, lease_until_ms: int) -> set[str
         return {ref for (ref,) in rows.all()}
 
 
-async def ask_back(engine: AsyncEngine, team_id: str, owner: str) -> int:
-    """Another process could not admit this team: ask the other owners of its reservations to return what
-    they hold unused. How many reservations were asked (0: nobody else holds anything for the team)."""
+async def ask_back(engine: AsyncEngine, team_id: str, owner: str, *, key_id: str | None = None) -> int:
+    """Another process could not admit this team (or, with `key_id`, this key's spend limit): ask the other
+    owners of its reservations to return what they hold unused. How many reservations were asked (0: nobody
+    else holds anything for the team or key)."""
+    holder = credit_reservations.c.team_id == team_id if key_id is None else credit_reservations.c.key_id == key_id
     async with engine.begin() as conn:
         result = await conn.execute(
-            update(credit_reservations)
-            .where(credit_reservations.c.team_id == team_id, credit_reservations.c.owner != owner)
-            .values(wanted=True)
+            update(credit_reservations).where(holder, credit_reservations.c.owner != owner).values(wanted=True)
         )
         return int(result.rowcount or 0)
 
@@ -84,7 +94,13 @@ async def sweep(engine: AsyncEngine, *, limit: int = 200) -> int:
     while True:
         async with engine.begin() as conn:
             query = (
-                select(credit_reservations.c.ref, credit_reservations.c.team_id, credit_reservations.c.amount_micros)
+                select(
+                    credit_reservations.c.ref,
+                    credit_reservations.c.team_id,
+                    credit_reservations.c.amount_micros,
+                    credit_reservations.c.key_id,
+                    credit_reservations.c.key_period_ms,
+                )
                 .where(credit_reservations.c.lease_until_ms < now_ms())
                 .order_by(credit_reservations.c.lease_until_ms)
                 .limit(limit)
@@ -110,6 +126,8 @@ async def sweep(engine: AsyncEngine, *, limit: int = 200) -> int:
                     release_ref=row.ref,
                     closes=True,
                     key=f"swp_{row.ref}"[:40],
+                    key_id=row.key_id,
+                    key_period_ms=int(row.key_period_ms or 0),
                 )
                 for row in expired
             ]

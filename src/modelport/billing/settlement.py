@@ -27,7 +27,7 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.billing import daily
+from modelport.billing import daily, key_budget
 from modelport.clock import now_ms
 from modelport.ids import new_id
 from modelport.services import ServiceKey
@@ -58,6 +58,10 @@ class Settlement:
     closes: bool = False
     # Makes the write idempotent: a settlement whose key is in `settlement_keys` was applied already.
     key: str = field(default_factory=lambda: new_id("stl"))
+    # An API key with a spend limit whose period (`key_spend`) the held money was also frozen in: the same
+    # release and charge move its row (`billing.key_budget`).
+    key_id: str | None = None
+    key_period_ms: int = 0
 
     def as_row(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -192,6 +196,11 @@ async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> Non
                     "created_at_ms": at,
                 }
             )
+    # After the team rows: the lock order every writer keeps is team, then its key.
+    await key_budget.settle_in(
+        conn,
+        ((item.key_id, item.key_period_ms, item.held_micros, item.cost_micros) for item in batch if item.key_id),
+    )
     if entries:
         await conn.execute(insert(ledger_entries), entries)
         # After the team rows above: a team's day totals are only locked under its team row's lock.

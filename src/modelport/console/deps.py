@@ -10,9 +10,10 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from modelport.accounts.auth import AuthContext
+from modelport.clock import now_ms
 from modelport.console.sessions import KEY_ID, OPERATOR, TEAM_ID, end_session, operator_marker, session_expired
 from modelport.errors import NotFound
-from modelport.web.deps import get_services
+from modelport.web.deps import client_host, get_services
 
 TEAM_SIGN_IN = "/sign-in"
 OPERATOR_SIGN_IN = "/admin/sign-in"
@@ -34,6 +35,8 @@ async def require_team(request: Request) -> AuthContext:
         end_session(request)
         raise SignInRequired(TEAM_SIGN_IN)
     context = await services.auth.authenticate_key_id(key_id)
+    if context is not None and context.limits is not None and context.refusal(now_ms(), client_host(request)):
+        context = None  # expired, or used from outside its allowed addresses: as if revoked
     if context is None or context.team_id != team_id:
         end_session(request)  # the key was revoked (or the session is not ours): sign in again
         raise SignInRequired(TEAM_SIGN_IN)

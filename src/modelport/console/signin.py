@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from modelport.clock import now_ms
 from modelport.console.deps import OPERATOR_SIGN_IN, TEAM_SIGN_IN, operator_console_enabled
 from modelport.console.sessions import (
     KEY_ID,
@@ -18,7 +19,7 @@ from modelport.console.sessions import (
 )
 from modelport.console.templating import console_root, render
 from modelport.errors import NotFound, RateLimited
-from modelport.web.deps import get_services
+from modelport.web.deps import client_host, get_services
 
 router = APIRouter()
 
@@ -55,6 +56,8 @@ async def team_sign_in(request: Request) -> Response:
         return render(request, "sign_in.html", {**context, "error": exc.detail}, status=429, headers=exc.headers)
     resolved = await services.auth.resolve(_form_value(form, "api_key"))
     auth = resolved.context
+    if auth is not None and auth.limits is not None and auth.refusal(now_ms(), client_host(request)):
+        auth = None  # expired, or not from its allowed addresses: refused like an unknown key
     if auth is None:
         error = (
             "That key's team is suspended: ask the service's operator."

@@ -2,10 +2,13 @@
 
 Admission (on the hot path, in this order, cheapest refusal first):
 1. inference RPM of the team's tier → 429 `rate_limit_exceeded` with `X-RateLimit-*` and `Retry-After`;
+   then the key's own RPM, the tier's TPM and the key's TPM (tokens: the estimate's input + output, corrected
+   to the usage when the request ends), each 429 with that limit's own headers;
 2. concurrent in-flight requests of the team → 429 `request_limited`;
 3. a hold of the estimated cost (input from the request's size, output from its cap or the model's
    default cap), taken from the process's credit reservation for the team (`billing.credit`) → 402
-   `insufficient_quota` when the team's balance cannot cover it.
+   `insufficient_quota` when the team's balance cannot cover it; for a key with a spend limit the
+   reservation is the key's, held against its limit too → 402 with `code: key_budget_exceeded`.
 Reservations are conditional database updates made once per many requests, so the hot path usually has
 no database write at all, and concurrent requests still cannot spend money the team does not have.
 Settlement and the log row are queued (see `billing.settlement` and `requestlog.writer`) and written in
@@ -17,12 +20,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from modelport.billing.credit import Allocation, CreditBook
+from modelport.billing.key_budget import KeyBudgetShort, key_hold
 from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens, estimated_usage
+from modelport.clock import now_ms
 from modelport.core.usage import Usage
-from modelport.errors import InsufficientQuota, RequestLimited
+from modelport.errors import InsufficientQuota, RateLimited, RequestLimited
 from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.gateway.logsink import RequestLogSink
 from modelport.metrics import SPEND, TEXT_OUTCOMES, TOKENS
@@ -30,10 +36,13 @@ from modelport.money import micros_to_usd
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
 from modelport.services import ServiceKey
 from modelport.settings import Settings
+from modelport.web.key_rate import key_rpm_limiter_key, key_tpm_limiter_key
 
 log = logging.getLogger("modelport.metering")
 
 LEASE_TTL_SECONDS = 15 * 60
+# How long token-per-minute corrections (usage against the admission estimate) are gathered before applied.
+TOKEN_FLUSH_SECONDS = 0.05
 METERING: ServiceKey[Metering] = ServiceKey("metering")
 
 
@@ -70,6 +79,10 @@ class Metering:
         self._allocations: dict[str, Allocation] = {}
         self.log_sink = log_sink
         self._leases: dict[str, Lease] = {}
+        # Tokens counted on admission against TPM limits, per request: (limiter key, limit, tokens).
+        self._tokens: dict[str, list[tuple[str, int, int]]] = {}
+        self._corrections: dict[str, list[int]] = {}  # limiter key -> [limit, tokens to add (or give back)]
+        self._flush: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     async def admit(self, ctx: RequestContext) -> None:
@@ -82,10 +95,39 @@ class Metering:
             self._log_refusal(ctx, limited.status, limited.text_message)
             raise limited
         ctx.extra_response_headers.update(headers)
+        limits = ctx.auth.limits
+        if limits is not None and limits.rpm is not None:
+            await self._rate(
+                ctx,
+                key_rpm_limiter_key(ctx.auth.key_id),
+                limits.rpm,
+                1,
+                "this API key's rate limit of {} requests per minute",
+            )
+        max_out = ctx.canonical.max_output_tokens or ctx.model.default_max_output_tokens
+        usage_estimate = estimated_usage(ctx.canonical, max_out)
+        if tier.tpm is not None or (limits is not None and limits.tpm is not None):
+            tokens = usage_estimate.input_tokens + usage_estimate.output_tokens
+            counted: list[tuple[str, int, int]] = []
+            self._tokens[ctx.request_id] = counted
+            if tier.tpm is not None:
+                await self._rate(
+                    ctx, f"team:{team}:tpm", tier.tpm, tokens, "the team's limit of {} tokens per minute", counted
+                )
+            if limits is not None and limits.tpm is not None:
+                await self._rate(
+                    ctx,
+                    key_tpm_limiter_key(ctx.auth.key_id),
+                    limits.tpm,
+                    tokens,
+                    "this API key's limit of {} tokens per minute",
+                    counted,
+                )
         lease = await self._limiters.concurrency.acquire(
             f"team:{team}:inflight", tier.concurrent_requests, LEASE_TTL_SECONDS
         )
         if lease is None:
+            self._return_tokens(ctx)
             busy = RequestLimited(
                 f"too many requests in flight for this team (limit {tier.concurrent_requests})",
                 headers={**headers, "Retry-After": "1"},
@@ -93,16 +135,28 @@ class Metering:
             self._log_refusal(ctx, busy.status, busy.text_message)
             raise busy
         self._leases[ctx.request_id] = lease
-        max_out = ctx.canonical.max_output_tokens or ctx.model.default_max_output_tokens
         # At least one micro-USD: a team with nothing left is refused even for a (nearly) free model.
-        estimate = max(1, cost_micros(estimated_usage(ctx.canonical, max_out), ctx.model.prices))
+        estimate = max(1, cost_micros(usage_estimate, ctx.model.prices))
         try:
-            allocation = await self._credit.admit(team, estimate)
+            hold = None if limits is None else key_hold(ctx.auth.key_id, limits, now_ms())
+            allocation = await self._credit.admit(team, estimate, hold)
+        except KeyBudgetShort:
+            await self._release_lease(ctx)
+            self._return_tokens(ctx)
+            spent = InsufficientQuota(
+                "Insufficient balance: the API key's spend limit is reached",
+                code="key_budget_exceeded",
+                headers=headers,
+            )
+            self._log_refusal(ctx, spent.status, spent.text_message)
+            raise spent from None
         except BaseException:
             await self._release_lease(ctx)
+            self._return_tokens(ctx)
             raise
         if allocation is None:
             await self._release_lease(ctx)
+            self._return_tokens(ctx)
             poor = InsufficientQuota(
                 "Insufficient balance: top up the team's balance to use this model",
                 code="insufficient_quota",
@@ -113,8 +167,63 @@ class Metering:
         ctx.held_micros = estimate
         self._allocations[ctx.request_id] = allocation
 
+    async def _rate(
+        self,
+        ctx: RequestContext,
+        key: str,
+        limit: int,
+        cost: int,
+        detail: str,
+        counted: list[tuple[str, int, int]] | None = None,
+    ) -> None:
+        """Count `cost` against a limit of the key or team (a request larger than a whole minute's tokens
+        counts as that minute); 429 with that limit's own headers when it does not fit."""
+        cost = min(cost, limit)
+        decision = await self._limiters.rate.hit(key, limit, 60, cost)
+        if not decision.allowed:
+            limited = RateLimited(detail.format(limit), headers=rate_limit_headers(decision))
+            self._log_refusal(ctx, limited.status, limited.text_message)
+            self._return_tokens(ctx)
+            raise limited
+        if counted is not None:
+            counted.append((key, limit, cost))
+
+    def _return_tokens(self, ctx: RequestContext, usage: Usage | None = None) -> None:
+        """Correct the tokens counted on admission to what the request used (all of them back if refused)."""
+        counted = self._tokens.pop(ctx.request_id, None)
+        if not counted:
+            return
+        used = 0 if usage is None else usage.input_tokens + usage.output_tokens
+        for key, limit, cost in counted:
+            delta = min(used, limit) - cost
+            if delta:
+                self._correct(key, limit, delta)
+
+    def _correct(self, key: str, limit: int, delta: int) -> None:
+        # Corrections are summed per limiter key and applied together every TOKEN_FLUSH_SECONDS: one
+        # background task per flush rather than one per request (a task costs more than the rest of it).
+        entry = self._corrections.get(key)
+        if entry is None:
+            self._corrections[key] = [limit, delta]
+        else:
+            entry[0], entry[1] = limit, entry[1] + delta
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(TOKEN_FLUSH_SECONDS, self._flush_corrections)
+
+    def _flush_corrections(self) -> None:
+        self._flush = None
+        corrections, self._corrections = self._corrections, {}
+        self._spawn(self._apply(corrections))
+
+    async def _apply(self, corrections: dict[str, list[int]]) -> None:
+        for key, (limit, delta) in corrections.items():
+            if delta:
+                await self._limiters.rate.adjust(key, limit, 60, delta)
+
     def finish(self, ctx: RequestContext, outcome: Outcome) -> None:
         usage = billed_usage(ctx, outcome)
+        if ctx.request_id in self._tokens:
+            self._return_tokens(ctx, usage)
         cost = cost_micros(usage, ctx.model.prices) if usage is not None else 0
         _record(ctx.model.id, outcome.status, usage, cost)
         # Non-streaming responses are built after this runs, so they carry the cost; streams cannot.
@@ -142,16 +251,22 @@ class Metering:
             await self._limiters.concurrency.release(lease)
 
     def _spawn_release(self, lease: Lease) -> None:
-        task = asyncio.get_running_loop().create_task(self._limiters.concurrency.release(lease))
+        self._spawn(self._limiters.concurrency.release(lease))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._release_done)
 
     def _release_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.warning("releasing a concurrency lease failed: %s", task.exception())
+            log.warning("releasing a limiter's count failed: %s", task.exception())
 
     async def aclose(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush_corrections()
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
 

@@ -31,7 +31,12 @@ router = APIRouter(tags=["models"])
 
 
 def team_may_use(model: TextModel, auth: AuthContext) -> bool:
-    return model.active and (not model.teams or auth.team_id in model.teams or auth.team_name in model.teams)
+    """The model is active, open to the key's team, and within the key's own model patterns."""
+    return (
+        model.active
+        and (not model.teams or auth.team_id in model.teams or auth.team_name in model.teams)
+        and auth.may_use(model.id)
+    )
 
 
 def can_answer(model: TextModel) -> bool:

@@ -9,11 +9,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.limits import NO_LIMITS
 from modelport.accounts.service import get_team
+from modelport.billing.key_budget import key_spend_view
 from modelport.catalog_spec import LISTED_BY_DEFAULT, MediaModel
 from modelport.errors import InvalidParameters
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
+from modelport.web.key_rate import key_rates_left
 
 router = APIRouter(prefix="/api/v1", tags=["utility"])
 
@@ -34,7 +37,7 @@ MODEL_TYPES = (*sorted(LISTED_BY_DEFAULT), "text-to-speech")
 )
 async def list_media_models(
     request: Request,
-    _auth: AuthContext = Depends(media_auth),
+    auth: AuthContext = Depends(media_auth),
     model_type: str | None = Query(
         None, alias="type", description="Only models of this type: " + ", ".join(MODEL_TYPES)
     ),
@@ -49,13 +52,17 @@ async def list_media_models(
         for m in snapshot.media
         if m.active
         and m.published
+        and auth.may_use(m.slug)
         and (m.type == model_type if model_type is not None else m.type in LISTED_BY_DEFAULT)
     ]
     return ok({"models": models, "total": len(models)})
 
 
-@router.get("/apikey/validate", summary="Tell whether the API key is valid and active")
-async def validate_key(auth: AuthContext = Depends(media_auth)) -> Response:
+@router.get(
+    "/apikey/validate",
+    summary="Tell whether the API key is valid and active, with its limits and its spend in the current period",
+)
+async def validate_key(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
     return ok(
         {
             "valid": True,
@@ -63,6 +70,10 @@ async def validate_key(auth: AuthContext = Depends(media_auth)) -> Response:
             "key_id": auth.key_id,
             "key_prefix": auth.key_prefix,
             "team": {"id": auth.team_id, "name": auth.team_name},
+            "role": auth.role,
+            "limits": (auth.limits or NO_LIMITS).to_public(),
+            "spend": await key_spend_view(get_services(request).db, auth.key_id, auth.limits),
+            "rate_remaining": await key_rates_left(get_services(request), auth),
         }
     )
 

@@ -60,6 +60,11 @@ class RateLimiter(Protocol):
         """
         ...
 
+    async def adjust(self, key: str, limit: int, window_seconds: int = 60, delta: int = 0) -> None:
+        """Count `delta` more units against `key` (fewer when negative, never below none), always: what a
+        request used beyond or below what `hit` admitted it for (tokens known only at its end)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

@@ -75,6 +75,20 @@ def step(state: GcraState | None, now_us: int, limit: int, window_us: int, cost:
     return GcraStep(True, store, remaining, new_tat, 0)
 
 
+def adjusted(state: GcraState | None, now_us: int, limit: int, window_us: int, delta: int) -> GcraState | None:
+    """The state after counting `delta` more units (fewer when negative) with no decision: a request that
+    turned out to use more or less than it was admitted for (tokens per minute). None: nothing owed."""
+    interval = emission_interval_us(limit, window_us)
+    tat = now_us
+    if state is not None and state.tat_us > now_us:
+        debt = state.tat_us - now_us
+        if state.interval_us != interval:
+            debt = debt * interval // state.interval_us
+        tat = now_us + debt
+    tat += delta * interval
+    return GcraState(tat, interval) if tat > now_us else None
+
+
 def to_decision(limit: int, remaining: int, reset_us: int, retry_us: int, allowed: bool) -> Decision:
     retry_after = 0 if allowed else max(1, math.ceil(retry_us / US_PER_S))
     return Decision(

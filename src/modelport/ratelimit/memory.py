@@ -63,6 +63,18 @@ class MemoryRateLimiter:
                 self._states.popitem(last=False)
         return gcra.to_decision(limit, result.remaining, result.reset_us, result.retry_us, result.allowed)
 
+    async def adjust(self, key: str, limit: int, window_seconds: int = 60, delta: int = 0) -> None:
+        check_rate_args(limit, window_seconds, 0)
+        if limit == 0 or delta == 0:
+            return
+        now_us = _us(self._clock())
+        state = gcra.adjusted(self._states.get(key), now_us, limit, window_seconds * gcra.US_PER_S, delta)
+        if state is None:
+            self._states.pop(key, None)
+        else:
+            self._states[key] = state
+            self._states.move_to_end(key)
+
     def _sweep(self, now_us: int) -> None:
         for key in [k for k, state in self._states.items() if state.tat_us <= now_us]:
             del self._states[key]

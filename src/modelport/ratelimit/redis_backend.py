@@ -36,6 +36,7 @@ class RedisRateLimiter:
         self._ns = _namespace(prefix)
         self._clock = _ScriptClock(clock)
         self._script = redis.register_script(scripts.GCRA_LUA)
+        self._adjust = redis.register_script(scripts.GCRA_ADJUST_LUA)
 
     def redis_key(self, key: str) -> str:
         return f"{self._ns}:rl:{key}"
@@ -51,6 +52,14 @@ class RedisRateLimiter:
         )
         allowed, remaining, reset_us, retry_us = (int(v) for v in reply)
         return gcra.to_decision(limit, remaining, reset_us, retry_us, allowed=bool(allowed))
+
+    async def adjust(self, key: str, limit: int, window_seconds: int = 60, delta: int = 0) -> None:
+        check_rate_args(limit, window_seconds, 0)
+        if limit == 0 or delta == 0:
+            return
+        await self._adjust(
+            keys=[self.redis_key(key)], args=[self._clock.arg(), limit, window_seconds * gcra.US_PER_S, delta]
+        )
 
     async def _now_us(self) -> int:
         arg = self._clock.arg()

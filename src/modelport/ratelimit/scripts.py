@@ -59,6 +59,37 @@ return {1, math.floor((capacity - (new_tat - now)) / interval), new_tat, 0}
 """
 )
 
+# KEYS[1] GCRA hash. ARGV: now_us|'', limit (>= 1), window_us, delta (may be negative). Counts delta units
+# with no decision. Mirrors gcra.adjusted().
+GCRA_ADJUST_LUA = (
+    _NOW
+    + """
+local limit = tonumber(ARGV[2])
+local window = tonumber(ARGV[3])
+local delta = tonumber(ARGV[4])
+local interval = math.max(1, math.floor(window / limit))
+local tat = now
+local state = redis.call('HMGET', KEYS[1], 't', 'i')
+local old_tat = tonumber(state[1])
+local old_interval = tonumber(state[2])
+if old_tat and old_interval and old_tat > now then
+  local debt = old_tat - now
+  if old_interval ~= interval then
+    debt = math.floor(debt * interval / old_interval)
+  end
+  tat = now + debt
+end
+tat = tat + delta * interval
+if tat <= now then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+redis.call('HSET', KEYS[1], 't', tat, 'i', interval)
+redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now) / 1000))
+return 1
+"""
+)
+
 # Leases live in a sorted set: member = lease id, score = expiry in µs. Expired members are pruned before
 # counting, so a lease whose process died frees its slot at expiry. The key itself expires with its
 # longest lease, so an abandoned key disappears too.

@@ -37,6 +37,7 @@ ITEM_COLUMNS = (
     request_logs.c.cost_micros,
     request_logs.c.input,
     request_logs.c.result,
+    request_logs.c.key_id,
 )
 
 

@@ -48,6 +48,7 @@ def _payload(text: str | None) -> Any:
 def render_item(row: LogRow) -> dict[str, Any]:
     return {
         "task_id": row.id,
+        "key_id": row.key_id,
         "status": row.status,
         "error": row.error,
         "model": {"provider": row.provider, "model_name": row.model_name},

@@ -60,6 +60,27 @@ api_keys = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Column("revoked_at_ms", BigInteger, nullable=True),
     Column("last_used_at_ms", BigInteger, nullable=True),
+    # Per-key limits (migration 0015); None: no limit beyond the team's. See accounts/limits.py.
+    Column("spend_limit_micros", BigInteger, nullable=True),
+    Column("spend_limit_period", String(8), nullable=True),  # day | week | month | total
+    Column("models", JSON, nullable=True),  # model-id patterns (fnmatch) the key may use
+    Column("rpm", Integer, nullable=True),
+    Column("tpm", Integer, nullable=True),
+    Column("expires_at_ms", BigInteger, nullable=True),
+    Column("allowed_ips", JSON, nullable=True),  # CIDR strings
+    Column("role", String(16), nullable=False, default="member", server_default="member"),  # member | admin
+)
+
+# A limited key's spend per period (period_start_ms: the UTC start of its day/week/month, 0 for `total`).
+# `frozen_micros` is what credit reservations and media tasks hold against the limit; `spent_micros` what
+# was charged. Moved only by atomic updates, like a team's balance (billing/key_budget.py).
+key_spend = Table(
+    "key_spend",
+    metadata,
+    Column("key_id", String(40), ForeignKey("api_keys.id"), primary_key=True),
+    Column("period_start_ms", BigInteger, primary_key=True),
+    Column("spent_micros", BigInteger, nullable=False, default=0),
+    Column("frozen_micros", BigInteger, nullable=False, default=0),
 )
 
 ledger_entries = Table(
@@ -237,6 +258,9 @@ media_tasks = Table(
     Column("ended_at_ms", BigInteger, nullable=True),
     Column("result_expires_at_ms", BigInteger, nullable=True),
     Column("trace_parent", String(55), nullable=True),  # W3C traceparent of the creating request (tracing)
+    Column("key_id", String(40), nullable=True),  # the creating key (migration 0015)
+    # The key's spend period the freeze was held in (key_spend); None: the key had no spend limit.
+    Column("key_period_ms", BigInteger, nullable=True),
     Index("ix_media_tasks_team_created", "team_id", "created_at_ms"),
     Index("ix_media_tasks_team_status", "team_id", "status"),
     Index("ix_media_tasks_status_lease", "status", "lease_until_ms"),
@@ -303,6 +327,9 @@ credit_reservations = Table(
     # Another process could not admit this team: the owner returns the unused part now.
     Column("wanted", Boolean, nullable=False, default=False, server_default=false()),
     Column("created_at_ms", BigInteger, nullable=False),
+    # A reservation of a key with a spend limit also holds its amount in key_spend (key, period).
+    Column("key_id", String(40), nullable=True, index=True),
+    Column("key_period_ms", BigInteger, nullable=True),
 )
 
 settlement_keys = Table(

@@ -12,6 +12,7 @@ import hmac
 from starlette.requests import Request
 
 from modelport.accounts.auth import AuthContext
+from modelport.clock import now_ms
 from modelport.errors import AuthenticationFailed, NotFound
 from modelport.services import Services
 
@@ -62,7 +63,7 @@ async def media_auth(request: Request) -> AuthContext:
     if not token:
         raise MediaAuthFailed()
     context = await get_services(request).auth.authenticate(token)
-    if context is None:
+    if context is None or (context.limits is not None and context.refusal(now_ms(), client_host(request))):
         raise MediaAuthFailed()
     request.state.auth = context
     return context
@@ -94,8 +95,21 @@ async def text_auth(request: Request) -> AuthContext:
         )
     if context is None:
         raise AuthenticationFailed("Invalid API key", code="invalid_api_key")
+    if context.limits is not None:
+        refused = context.refusal(now_ms(), client_host(request))
+        if refused == "key_expired":
+            raise AuthenticationFailed("This API key has expired", code="key_expired")
+        if refused is not None:
+            raise AuthenticationFailed("This API key may not be used from this address", code="ip_not_allowed")
     request.state.auth = context
     return context
+
+
+def client_host(request: Request) -> str | None:
+    """The client's address as the server saw it (behind trusted proxies, the forwarded one: uvicorn's
+    proxy-headers handling fills `scope["client"]`)."""
+    client = request.scope.get("client")
+    return client[0] if client else None
 
 
 async def admin_auth(request: Request) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import auth as auth_module
 from modelport.accounts.auth import Authenticator
+from modelport.accounts.limits import NO_LIMITS
 
 
 class FakeLookup:
@@ -25,7 +26,16 @@ class FakeLookup:
         await self.release.wait()
         if key != "sk-good":
             return None
-        record = SimpleNamespace(id="key1", prefix="sk-go", active=True, last_used_at_ms=2**62, team_id="t1")
+        record = SimpleNamespace(
+            id="key1",
+            prefix="sk-go",
+            active=True,
+            last_used_at_ms=2**62,
+            team_id="t1",
+            limits=NO_LIMITS,
+            role="member",
+            name=None,
+        )
         return record, SimpleNamespace(id="t1", name="team", tier="free", log_retention=False, suspended=False)
 
 

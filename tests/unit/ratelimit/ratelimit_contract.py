@@ -42,6 +42,20 @@ class RateLimiterContract:
         assert denied.remaining == 0
         assert denied.limit == 5
 
+    async def test_adjust_counts_more_or_gives_back(self, limiter: RateLimiter, clock: FakeClock) -> None:
+        # Tokens per minute: 100 admitted for an estimate of 60; the request used 90, then one used 10 of 40.
+        assert (await limiter.hit("t", 100, 60, 60)).remaining == 40
+        await limiter.adjust("t", 100, 60, 30)
+        assert (await limiter.hit("t", 100, 60, 0)).remaining == 10
+        assert not (await limiter.hit("t", 100, 60, 40)).allowed
+        await limiter.adjust("t", 100, 60, -30)
+        assert (await limiter.hit("t", 100, 60, 0)).remaining == 40
+        await limiter.adjust("t", 100, 60, -500)  # never below none owed
+        assert (await limiter.hit("t", 100, 60, 0)).remaining == 100
+        await limiter.adjust("t", 100, 60, 150)  # may go past the limit: the next hit waits longer
+        denied = await limiter.hit("t", 100, 60, 1)
+        assert not denied.allowed and denied.retry_after == 31
+
     async def test_retry_after_and_reset_at(self, limiter: RateLimiter, clock: FakeClock) -> None:
         # 3 per 60 s: one request comes back every 20 s.
         for _ in range(3):

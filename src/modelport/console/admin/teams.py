@@ -6,10 +6,12 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
+from modelport.billing.key_budget import key_spend_view
 from modelport.billing.topups import tier_rank
 from modelport.console.admin.common import back, flash, form_fields, operator, page
 from modelport.console.admin.queries import find_keys
 from modelport.console.deps import require_operator
+from modelport.console.key_forms import form_values, key_form_fields
 from modelport.errors import ServiceError
 from modelport.money import display_usd
 from modelport.web.deps import get_services
@@ -53,11 +55,15 @@ async def _team_page(request: Request, team_ref: str, *, new_key: str | None = N
     before_id = int(raw_before) if raw_before.isdigit() else None
     tiers = get_services(request).settings.tiers
     rank = tier_rank(tiers, team.tier)
+    keys = await op.list_keys(team.id)
+    engine = get_services(request).db
     context = {
         "title": f"Team {team.name}",
         "active": "teams",
         "team": team,
-        "keys": await op.list_keys(team.id),
+        "keys": keys,
+        "spend": {k.id: await key_spend_view(engine, k.id, k.limits) for k in keys if k.active},
+        "forms": {k.id: form_values(k) for k in keys},
         "ledger": await op.ledger(team.id, limit=LEDGER_PAGE, before_id=before_id),
         "ledger_page": LEDGER_PAGE,
         "before_id": before_id,
@@ -124,14 +130,29 @@ async def unsuspend(request: Request, team_id: str) -> Response:
 
 @router.post("/teams/{team_id}/keys")
 async def create_key(request: Request, team_id: str) -> Response:
-    name = (await form_fields(request)).get("name") or None
     try:
-        created = await operator(request).create_key(team_id, name=name)
+        fields = await key_form_fields(request)
+        created = await operator(request).create_key(team_id, fields=fields)
     except ServiceError as exc:
         flash(request, exc.detail or exc.category, error=True)
         return back(request, f"/admin/teams/{team_id}")
     # Shown in this answer only (never put in the session cookie, which is signed but readable).
     return await _team_page(request, team_id, new_key=created.key)
+
+
+@router.post("/keys/{key_id}/edit")
+async def edit_key(request: Request, key_id: str) -> Response:
+    op = operator(request)
+    record = await op.key(key_id)
+    try:
+        fields = await key_form_fields(request)
+        fields.pop("name", None)  # the edit form has no name box
+        await op.update_key(key_id, fields)
+    except ServiceError as exc:
+        flash(request, exc.detail or exc.category, error=True)
+        return back(request, f"/admin/teams/{record.team_id}")
+    flash(request, f"Saved the limits of key {record.prefix}….")
+    return back(request, f"/admin/teams/{record.team_id}")
 
 
 @router.post("/keys/{key_id}/revoke")

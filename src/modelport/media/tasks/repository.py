@@ -24,6 +24,8 @@ from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.billing import key_budget
+from modelport.billing.key_budget import KeyHold
 from modelport.billing.ledger import freeze_in, settle_in
 from modelport.clock import now_ms
 from modelport.metrics import TASK_DURATION, TASKS_CREATED, TASKS_FINISHED
@@ -58,6 +60,8 @@ class TaskRow:
     ended_at_ms: int | None
     result_expires_at_ms: int | None
     trace_parent: str | None = None
+    key_id: str | None = None
+    key_period_ms: int | None = None  # the key's spend period the freeze is also held in (None: no limit)
 
 
 def _row(r: Row[Any]) -> TaskRow:
@@ -83,6 +87,8 @@ def _row(r: Row[Any]) -> TaskRow:
         ended_at_ms=None if r.ended_at_ms is None else int(r.ended_at_ms),
         result_expires_at_ms=None if r.result_expires_at_ms is None else int(r.result_expires_at_ms),
         trace_parent=r.trace_parent,
+        key_id=r.key_id,
+        key_period_ms=None if r.key_period_ms is None else int(r.key_period_ms),
     )
 
 
@@ -98,9 +104,11 @@ class NewTask:
     deadline_ms: int
     created_at_ms: int
     trace_parent: str | None = None
+    key_id: str | None = None
+    key: KeyHold | None = None  # the creating key's spend limit, held in the same transaction
 
 
-CreateOutcome = Literal["created", "insufficient_balance", "too_many_tasks"]
+CreateOutcome = Literal["created", "insufficient_balance", "key_budget_exceeded", "too_many_tasks"]
 
 
 async def create(engine: AsyncEngine, task: NewTask, *, max_unfinished: int) -> tuple[CreateOutcome, int]:
@@ -127,6 +135,12 @@ async def create(engine: AsyncEngine, task: NewTask, *, max_unfinished: int) -> 
         if await freeze_in(conn, task.team_id, task.price_micros, ref=task.id, kind=HOLD_KIND) is None:
             await conn.rollback()
             return "insufficient_balance", unfinished
+        if task.key is not None and (
+            await key_budget.hold_in(conn, task.key, want_micros=task.price_micros, minimum_micros=task.price_micros)
+            is None
+        ):
+            await conn.rollback()
+            return "key_budget_exceeded", unfinished
         await conn.execute(
             insert(media_tasks).values(
                 id=task.id,
@@ -141,6 +155,8 @@ async def create(engine: AsyncEngine, task: NewTask, *, max_unfinished: int) -> 
                 deadline_ms=task.deadline_ms,
                 created_at_ms=task.created_at_ms,
                 trace_parent=task.trace_parent,
+                key_id=task.key_id,
+                key_period_ms=None if task.key is None else task.key.period_ms,
             )
         )
     TASKS_CREATED.labels(task.model_id).inc()
@@ -375,6 +391,8 @@ async def _settle_and_notify(
     await settle_in(
         conn, task.team_id, held_micros=task.frozen_micros, cost_micros=cost, ref=task.id, release_kind=RELEASE_KIND
     )
+    if task.key_id is not None and task.key_period_ms is not None:  # after the team's row: the lock order
+        await key_budget.settle_in(conn, [(task.key_id, task.key_period_ms, task.frozen_micros, cost)])
     if task.webhook_url is None:
         return
     event = outbox(task)

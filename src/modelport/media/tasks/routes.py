@@ -17,11 +17,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
-from modelport.errors import PayloadTooLarge
+from modelport.errors import NotFound, PayloadTooLarge
 from modelport.media.tasks.service import TASKS
 from modelport.media.webhooks import outbox
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
+from modelport.web.key_rate import enforce_key_rpm
 
 router = APIRouter(tags=["media tasks"])
 MAX_BODY_BYTES = 256 * 1024
@@ -103,16 +104,25 @@ async def create_task_async(
 
 
 async def _create(request: Request, provider: str, model: str, auth: AuthContext) -> Response:
-    service = get_services(request)[TASKS]
+    services = get_services(request)
+    service = services[TASKS]
+    slug = f"{provider}/{model}"
+    if not auth.may_use(slug):
+        raise NotFound(f"model {slug!r} does not exist")  # as unknown to this key: the service's own 404
+    headers = await enforce_key_rpm(services, auth)
     data = await service.create(
         team_id=auth.team_id,
         tier=auth.tier,
-        slug=f"{provider}/{model}",
+        slug=slug,
         body=await _body(request),
         webhook_url=request.headers.get("x-webhook-url"),
         traceparent=request.headers.get("traceparent"),
+        key_id=auth.key_id,
+        key_limits=auth.limits,
     )
-    return ok(data)
+    response = ok(data)
+    response.headers.update(headers)
+    return response
 
 
 # Without these, any other method on a two-segment path would answer 405 (the POST route matches the path).

@@ -18,6 +18,8 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport import tracing
+from modelport.accounts.limits import KeyLimits
+from modelport.billing.key_budget import key_hold
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import MediaModel
 from modelport.clock import now_ms
@@ -160,8 +162,11 @@ class TaskService:
         body: bytes,
         webhook_url: str | None,
         traceparent: str | None = None,
+        key_id: str | None = None,
+        key_limits: KeyLimits | None = None,
     ) -> dict[str, Any]:
-        """`traceparent`: the client's header; the worker that runs the task continues that trace."""
+        """`traceparent`: the client's header; the worker that runs the task continues that trace.
+        `key_limits`: the creating key's; a spend limit is held in the same transaction as the team's money."""
         model = await self.model(slug)
         try:
             parsed = orjson.loads(body) if body.strip() else {}
@@ -193,11 +198,15 @@ class TaskService:
             deadline_ms=now + int(model.deadline_seconds * 1000),
             created_at_ms=now,
             trace_parent=tracing.current_traceparent(traceparent),
+            key_id=key_id,
+            key=None if key_id is None else key_hold(key_id, key_limits, now),
         )
         limit = self._tier_limit(tier)
         outcome, unfinished = await repo.create(self.engine, task, max_unfinished=limit)
         if outcome == "insufficient_balance":
             raise InsufficientQuota(f"the task costs {display_usd(price)} USD, more than the team's available balance")
+        if outcome == "key_budget_exceeded":
+            raise InsufficientQuota("the API key's spend limit is reached", code="key_budget_exceeded")
         if outcome == "too_many_tasks":
             raise RequestLimited(
                 f"the team has {unfinished} unfinished media tasks, the most its tier allows ({limit});"

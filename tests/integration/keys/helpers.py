@@ -1,0 +1,105 @@
+"""A real `modelport serve` (SQLite or PostgreSQL) with a priced fake text model, a second text model and the
+shipped media models, for the per-key limit tests; admin and key helpers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.catalogs import shipped_with_fake_chat
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.server import RunningServer, run_server, server_env
+
+ADMIN_TOKEN = "keys-admin-token-0123456789"
+# fake/chat: 1 USD input, 2 USD output per million tokens. With the fake's usage of 10 + 100 tokens a request
+# costs 210 micro-USD.
+COST_MICROS = 10 * 1 + 100 * 2
+CHAT = {"model": "fake/chat", "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]}
+CONFIG = """
+[[tiers]]
+name = "free"
+qualifying_topup_usd = "0"
+inference_rpm = 100000
+query_rpm = 100000
+concurrent_media_tasks = 1000
+concurrent_requests = 1000
+
+[[tiers]]
+name = "metered"
+qualifying_topup_usd = "1000000"
+inference_rpm = 100000
+query_rpm = 100000
+concurrent_media_tasks = 1000
+concurrent_requests = 1000
+tpm = 300
+"""
+
+
+@contextmanager
+def keys_server(tmp: Path, upstream: FakeUpstream, db_url: str, *args: str, **env: str) -> Iterator[RunningServer]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    catalog = tmp / "catalog.toml"
+    catalog.write_text(
+        shipped_with_fake_chat(upstream.base_url)
+        + f"""
+[[text_models]]
+id = "other/chat"
+prices = {{ input = "1", output = "2" }}
+deployments = [{{ kind = "openai_chat", base_url = "{upstream.base_url}/v1", model = "up", api_key_env = "FAKE_KEY" }}]
+"""
+    )
+    config = tmp / "config.toml"
+    config.write_text(CONFIG)
+    server_vars = {
+        "MODELPORT_CATALOG": str(catalog),
+        "MODELPORT_CONFIG": str(config),
+        "MODELPORT_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MODELPORT_DEMO_BALANCE_USD": "0",
+        "MODELPORT_DATABASE_URL": db_url,
+        "FAKE_KEY": "k",
+        **env,
+    }
+    if db_url.startswith("postgresql"):  # serve on PostgreSQL needs the schema migrated first
+        migrated = subprocess.run(
+            [sys.executable, "-m", "modelport", "migrate"],
+            env=server_env(tmp, **server_vars),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert migrated.returncode == 0, migrated.stderr
+    with run_server(tmp, *args, env=server_vars) as running:
+        yield running
+
+
+def admin(server: RunningServer, method: str, path: str, **kw: Any) -> httpx.Response:
+    return httpx.request(
+        method,
+        server.media_url + "/admin/v1" + path,
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        timeout=30,
+        **kw,
+    )
+
+
+def new_team(server: RunningServer, name: str, usd: str = "10") -> None:
+    assert admin(server, "POST", "/teams", json={"name": name}).status_code == 200
+    assert admin(server, "POST", f"/teams/{name}/topups", json={"amount_usd": usd}).status_code == 200
+
+
+def new_key(server: RunningServer, team: str, **fields: Any) -> tuple[str, str]:
+    """(secret, key id) of a new key of `team` with `fields`."""
+    answer = admin(server, "POST", f"/teams/{team}/keys", json=fields)
+    assert answer.status_code == 200, answer.text
+    data = answer.json()["data"]
+    return data["key"], data["id"]
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
