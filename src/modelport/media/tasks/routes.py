@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
-from modelport.errors import PayloadTooLarge
 from modelport.media.tasks.service import TASKS
 from modelport.media.webhooks import outbox
+from modelport.web.body import read_body
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 
@@ -56,15 +56,7 @@ _CREATE_DOC: dict[str, Any] = {
 
 
 async def _body(request: Request) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"the body must be at most {MAX_BODY_BYTES} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise PayloadTooLarge(f"the body must be at most {MAX_BODY_BYTES} bytes")
-    return bytes(body)
+    return await read_body(request, MAX_BODY_BYTES)
 
 
 @router.get("/api/v1/tasks", summary="The team's media tasks, newest first")
