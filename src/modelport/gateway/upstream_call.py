@@ -103,6 +103,7 @@ class UpstreamCaller:
             span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
             tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
             sent = time.perf_counter()
+            ctx.upstream_called = True
             try:
                 reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream)
             except UpstreamUnreachable as exc:

@@ -51,3 +51,21 @@ def test_hangup_after_first_event_is_billed_its_input(gw: Gateway, client: str, 
     assert row["status"] == "cancelled", row
     assert int(str(row["prompt_tokens"])) >= 16, row  # the upstream's input, or the estimate of it
     assert Decimal(str(row["cost"])) > 0, row
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_hangup_before_a_non_streaming_answer_is_billed_its_input(gw: Gateway, client: str) -> None:
+    key = gw.new_team(f"hangup-wait-{client}", usd="1")
+    gw.upstream.push(Reply.text(WORDS, usage=Usage(input_tokens=30, output_tokens=40), delay=3))
+    path, body = CLIENTS[client]
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(
+            gw.server.text_url + path,
+            json={**body, "model": "fake/chat"},
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=httpx.Timeout(30, read=1),  # the client gives up while the upstream still works
+        )
+    rows = _wait_logs(gw, key, 1)
+    assert len(rows) == 1, rows
+    assert rows[0]["status"] == "cancelled", rows[0]
+    assert int(str(rows[0]["prompt_tokens"])) >= 16 and Decimal(str(rows[0]["cost"])) > 0, rows[0]
