@@ -5,6 +5,7 @@ sent to an upstream (issue 21 item 13). Before: 8 MB counted on the embedded mod
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -33,3 +34,23 @@ def test_input_within_the_window_is_still_counted_by_the_upstream(gw: Gateway) -
     assert r.status_code == 200, r.text
     assert "over_context_window" not in r.json() and "estimated" not in r.json()
     assert [q.path for q in gw.upstream.requests] == ["/v1/messages/count_tokens"]
+
+
+@pytest.mark.local_model
+def test_embedded_model_counts_beyond_the_slots_get_the_estimate(gw: Gateway) -> None:
+    """At most two embedded-model counts run at once per process; the others are answered from the
+    estimate at once instead of queueing more unbilled CPU work on the model's threads."""
+    body = {"model": "local/smollm2-135m-instruct", "messages": [{"role": "user", "content": "river " * 20_000}]}
+    assert "estimated" not in post(gw, "/v1/messages/count_tokens", body).json()  # the model is loaded
+
+    def count(_: int) -> dict[str, object]:
+        r = post(gw, "/v1/messages/count_tokens", body)
+        assert r.status_code == 200, r.text
+        answer: dict[str, object] = r.json()
+        return answer
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(count, range(8)))
+    exact = [a for a in answers if "estimated" not in a]
+    assert 1 <= len(exact) < len(answers), answers  # some counted, the rest estimated
+    assert all(a["input_tokens"] == exact[0]["input_tokens"] for a in exact)
