@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -23,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.catalog_spec import CatalogFile, MediaModel, TextModel
 from modelport.clock import now_ms
+from modelport.core.redaction import UPSTREAM_SECRETS, is_credential_header
 from modelport.errors import InvalidParameters, NotFound
 from modelport.storage.tables import catalog_models
 
@@ -138,7 +141,21 @@ async def read_snapshot(engine: AsyncEngine) -> CatalogSnapshot:
             text[entry.id] = entry
         else:
             media.append(entry)
+    UPSTREAM_SECRETS.add(upstream_secrets(text.values(), media))
     return CatalogSnapshot(text=text, media=media)
+
+
+def upstream_secrets(text: Iterable[TextModel], media: Iterable[MediaModel]) -> list[str | None]:
+    """Every credential the catalog configures: its key variables' values and credential-like headers."""
+    configured: list[tuple[str | None, dict[str, str]]] = [
+        (d.api_key_env, d.headers) for model in text for d in model.deployments
+    ]
+    configured += [(m.upstream.api_key_env, m.upstream.headers) for m in media if m.upstream is not None]
+    found: list[str | None] = []
+    for key_env, headers in configured:
+        found.append(os.environ.get(key_env) if key_env else None)
+        found += [value for name, value in headers.items() if is_credential_header(name)]
+    return found
 
 
 class CatalogStore:

@@ -105,9 +105,15 @@ class Conflict(ServiceError):
 
 
 class PayloadTooLarge(ServiceError):
+    """413: a body over its cap. The answer closes the connection: the rest of the body is never read."""
+
     status = 413
     category = "Payload too large"
     error_type = "invalid_request_error"
+
+    def __init__(self, detail: str = "", **kwargs: Any) -> None:
+        super().__init__(detail, **kwargs)
+        self.headers = {"Connection": "close", **self.headers}
 
 
 class QuotaExceeded(ServiceError):

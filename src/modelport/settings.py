@@ -197,6 +197,8 @@ class WebhookSettings(BaseModel):
     poll_interval_seconds: float = Field(default=1.0, gt=0)
     # Deliveries in flight at once per process.
     concurrency: int = Field(default=8, ge=1, le=256)
+    # Of those, at most this many for one team, so a slow receiver cannot hold the other teams' slots.
+    per_team_concurrency: int = Field(default=2, ge=1, le=256)
     # The longest `Retry-After` honoured on a 429.
     max_retry_after_seconds: float = Field(default=36000, gt=0)
     # After a rotation, the previous secret keeps signing (as a second signature) this long.

@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from modelport.apps import health
 from modelport.apps.health import HEALTH_PATHS
 from modelport.services import Services
+from modelport.web.body import BodyLimit
 from modelport.web.door import RefuseNulBytes
 from modelport.web.envelope import JSONBytesResponse
 from modelport.web.errors import ErrorShape, Host, install_error_handlers
@@ -120,6 +121,7 @@ def finish_app(
     """`front`: the ASGI app answering POSTs to `front_paths` ahead of the stack (their own route label in
     the metrics; metrics and tracing wrap it as they wrap the stack)."""
     install_openapi(app, host, public=public | HEALTH_PATHS, extra_errors=extra_errors)
+    app.add_middleware(BodyLimit, host=host)  # innermost: its 413 still gets the request id
     app.add_middleware(RefuseNulBytes, host=host)
     app.add_middleware(RequestIdMiddleware, host=host)
     services: Services = app.state.services

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from modelport.errors import InvalidParameters
+from modelport.web.query_int import plain_int
 
 
 def choice(request: Request, name: str, allowed: Sequence[str], default: str) -> str:
@@ -54,9 +55,10 @@ def cursor(request: Request, name: str = "before", raw: str | None = None) -> tu
     if not raw:
         return None
     ms, sep, row_id = raw.partition("~")
-    if not sep or not ms.isdigit() or len(ms) > 16 or not row_id or len(row_id) > 64:
+    at = plain_int(ms) if len(ms) <= 16 else None
+    if not sep or at is None or not row_id or len(row_id) > 64:
         raise InvalidParameters(f"{name} is not a valid page cursor", param=name)
-    return int(ms), row_id
+    return at, row_id
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

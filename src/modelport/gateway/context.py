@@ -39,6 +39,8 @@ class RequestContext:
     # spent on upstream attempts that failed before it (fallback).
     arrived: float = 0.0
     upstream_sent: float = 0.0
+    # The request went to an upstream (whatever came back): a client that hangs up then is still billed.
+    upstream_called: bool = False
     upstream_waited: float = 0.0
     # Tracing (None when off): the request span's context, and the answered upstream attempt's span.
     trace: Any = None

@@ -6,11 +6,15 @@ skipped). Exact for the embedded local model too: the request, translated to Cha
 would be, goes through the model's own chat template and tokenizer (llama.cpp; nothing is generated).
 Otherwise, or when no such upstream answers, the gateway's estimate (the one it holds credit
 with: characters / 4, a fixed amount per media part, + 16); the answer says which with `estimated`.
+Input certainly longer than the model's context window (more than 16 characters per token of it) is
+answered from the estimate with `over_context_window`, never tokenized: counting is free, so its CPU is
+capped (and embedded-model counts run at most `LOCAL_COUNT_SLOTS` at once, on the model's threads).
 A query: counted against the query rate limit, not billed, no request-log row.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -20,7 +24,7 @@ from starlette.responses import Response
 
 from modelport import tracing
 from modelport.accounts.auth import AuthContext
-from modelport.billing.pricing import estimate_input_tokens
+from modelport.billing.pricing import CHARS_PER_TOKEN, estimate_input_tokens
 from modelport.catalog_spec import Deployment
 from modelport.core.messages import CanonicalRequest
 from modelport.errors import ServiceError
@@ -38,6 +42,16 @@ from modelport.web.envelope import JSONBytesResponse
 from modelport.web.query_limit import enforce_query_limit
 
 router = APIRouter(tags=["text"])
+
+# The counted input is capped at the model's context window: text longer than `window` tokens of this
+# many characters each (well above any tokenizer's average) is over the window whatever its count, and is
+# answered as such from the estimate. A model without a catalog window counts up to this many tokens.
+MAX_CHARS_PER_TOKEN = 16
+DEFAULT_WINDOW_TOKENS = 200_000
+# Embedded-model counts running at once in this process (each takes a worker thread of the model); more
+# get the estimate at once. CPU spent on unbilled counting stays bounded.
+LOCAL_COUNT_SLOTS = 2
+_LOCAL_COUNTS = asyncio.Semaphore(LOCAL_COUNT_SLOTS)
 
 # What Anthropic's counting endpoint takes; the rest of a Messages body (max_tokens, stream, metadata,
 # sampling) is not part of the count and the endpoint refuses it.
@@ -71,6 +85,12 @@ async def count_tokens(request: Request, auth: AuthContext = Depends(text_auth))
     canonical = decode_request({**body, "max_tokens": 1} if "max_tokens" not in body else body)
     gateway = get_services(request)[TEXT_GATEWAY]
     model = await gateway.resolve_model(canonical.model, auth)
+    estimate = estimate_input_tokens(canonical)
+    window = model.context_window or DEFAULT_WINDOW_TOKENS
+    if (estimate - 16) * CHARS_PER_TOKEN > window * MAX_CHARS_PER_TOKEN:
+        # Certainly past the context window: say so, without tokenizing (or sending) megabytes of text.
+        answer = {"input_tokens": estimate, "estimated": True, "over_context_window": True, "context_window": window}
+        return JSONBytesResponse(answer, headers=limit_headers)
     forwarded = {h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers}
     for candidate in gateway.caller.router.plan(model, session_id(request.headers)):
         if gateway.caller.router.is_cooling(candidate):
@@ -81,18 +101,21 @@ async def count_tokens(request: Request, auth: AuthContext = Depends(text_auth))
             exact = await _upstream_count(gateway, candidate.deployment, body, forwarded)
         if exact is not None:
             return JSONBytesResponse({"input_tokens": exact}, headers=limit_headers)
-    estimate = estimate_input_tokens(canonical)
     return JSONBytesResponse({"input_tokens": estimate, "estimated": True}, headers=limit_headers)
 
 
 async def _local_count(gateway: TextGateway, deployment: Deployment, canonical: CanonicalRequest) -> int | None:
     """The embedded model's own count; None (estimate instead) if it cannot give one (not installed, or a
     request it would refuse, such as an image part)."""
-    chat_body = get_codec(protocol_of(deployment)).encode_request(canonical, deployment.model)
-    try:
-        return await gateway.caller.pool.local_model(deployment).count_prompt_tokens(chat_body)
-    except ServiceError:
-        return None
+    if _LOCAL_COUNTS.locked():
+        return None  # every counting slot is busy: the estimate, rather than a queue of CPU work
+    async with _LOCAL_COUNTS:
+        chat_body = get_codec(protocol_of(deployment)).encode_request(canonical, deployment.model)
+        try:
+            # On the model's worker threads, never on the event loop.
+            return await gateway.caller.pool.local_model(deployment).count_prompt_tokens(chat_body)
+        except ServiceError:
+            return None
 
 
 async def _upstream_count(

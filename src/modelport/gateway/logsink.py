@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelport.core.accumulate import StreamAccumulator
+from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.core.usage import Usage
 from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.requestlog.record import LogRecord
@@ -30,7 +31,7 @@ class RequestLogSink:
                 provider=ctx.model.provider,
                 model_name=ctx.model.name,
                 endpoint=ctx.endpoint,
-                error=outcome.error,
+                error=UPSTREAM_SECRETS.scrub_optional(outcome.error),
                 prompt_tokens=usage.input_tokens if usage else None,
                 completion_tokens=usage.output_tokens if usage else None,
                 cached_tokens=usage.cache_read_tokens if usage else None,
@@ -38,12 +39,15 @@ class RequestLogSink:
                 svc_user_id=ctx.svc_user_id,
                 session_id=ctx.session_id,
                 input=self._retain.payload(ctx.body) if keep else None,
-                result=self._retain.payload(_result(ctx, outcome.result))
-                if keep and outcome.result is not None
-                else None,
+                result=self._result(ctx, outcome) if keep and outcome.result is not None else None,
                 key_id=ctx.auth.key_id,
             )
         )
+
+    def _result(self, ctx: RequestContext, outcome: Outcome) -> str | None:
+        kept = self._retain.payload(_result(ctx, outcome.result))
+        # A failed answer may carry the upstream's error text, which may quote its key.
+        return kept if outcome.status == "success" else UPSTREAM_SECRETS.scrub_optional(kept)
 
     def early_error(self, refusal: Refusal) -> None:
         """A request refused before it was routed (bad body, unknown model): logged with what is known."""

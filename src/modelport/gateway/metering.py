@@ -49,17 +49,26 @@ METERING: ServiceKey[Metering] = ServiceKey("metering")
 def billed_usage(ctx: RequestContext, outcome: Outcome) -> Usage | None:
     """What a request is billed for. A stream abandoned or cut (client gone, upstream broken, shutdown) is
     billed the larger of the upstream's last cumulative usage and what was counted from the relayed
-    stream: the last usage seen may be a placeholder (Anthropic's `message_start` says 1 output token)."""
+    stream: the last usage seen may be a placeholder (Anthropic's `message_start` says 1 output token).
+    A request the client abandoned once it was sent upstream is billed at least its input (the upstream's
+    count, else the estimate) whatever was relayed: the upstream did the work, on every pair of protocols
+    (a translated stream may relay no text before the hang-up; a non-streaming call may be left before
+    the upstream answered at all)."""
     usage = outcome.usage
-    if outcome.status == "success" or not outcome.produced_chars:
+    if outcome.status == "success":
         return usage
-    counted = max(1, outcome.produced_chars // CHARS_PER_TOKEN)
+    abandoned = outcome.status == "cancelled" and (outcome.deployment is not None or ctx.upstream_called)
+    if not outcome.produced_chars and not abandoned:
+        return usage
+    counted = max(1, outcome.produced_chars // CHARS_PER_TOKEN) if outcome.produced_chars else 0
     if usage is None:
         return Usage(input_tokens=estimate_input_tokens(ctx.canonical), output_tokens=counted)
-    if usage.output_tokens >= counted:
+    if usage.output_tokens >= counted and usage.input_tokens:
         return usage
     return dataclasses.replace(
-        usage, output_tokens=counted, input_tokens=usage.input_tokens or estimate_input_tokens(ctx.canonical)
+        usage,
+        output_tokens=max(usage.output_tokens, counted),
+        input_tokens=usage.input_tokens or estimate_input_tokens(ctx.canonical),
     )
 
 

@@ -22,7 +22,7 @@ from modelport.catalog_spec import TextModel
 from modelport.clock import now_ms
 from modelport.core.codec import ProtocolName
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
-from modelport.errors import InvalidParameters, NotFound, PayloadTooLarge, ServiceError
+from modelport.errors import InvalidParameters, NotFound, ServiceError
 from modelport.gateway.accounting import Accounting
 from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.call_metrics import record_call
@@ -37,6 +37,7 @@ from modelport.protocols import CODECS, get_codec
 from modelport.services import ServiceKey
 from modelport.tracing import TRACEPARENT, TRACESTATE
 from modelport.upstreams.transport import UpstreamReply
+from modelport.web.body import read_body
 from modelport.web.deps import text_auth
 
 T = TypeVar("T")
@@ -55,12 +56,7 @@ class ClientGone(ClientDisconnect):
 
 
 async def read_json_body(request: Request) -> dict[str, Any]:
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"request body over {MAX_BODY_BYTES // (1024 * 1024)} MB")
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"request body over {MAX_BODY_BYTES // (1024 * 1024)} MB")
+    raw = await read_body(request, MAX_BODY_BYTES)  # counted as it arrives: a chunked body has no length
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -25,6 +25,7 @@ from modelport.core.events import (
     ToolCallDelta,
     UsageUpdate,
 )
+from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.core.response import CanonicalResponse
 from modelport.core.sse import SSEParser
 from modelport.errors import UpstreamError
@@ -150,12 +151,14 @@ async def fast_stream(
                             keeper.feed(sse.event, sse.data)
                         if codec.is_terminal(sse.event, sse.data):
                             done = True
-                        if codec.is_error_event(sse.event, sse.data):
+                        data = sse.data
+                        if codec.is_error_event(sse.event, data):
                             outcome.fail("upstream error event in stream")
-                        if call.strip_usage_chunk and _is_usage_only_chunk(sse.data):
+                            data = UPSTREAM_SECRETS.scrub(data)  # some upstreams quote their key
+                        if call.strip_usage_chunk and _is_usage_only_chunk(data):
                             continue
                         outcome.produced_chars += 4  # ~1 token per streamed delta (see Outcome)
-                        out.append(sse_frame(sse.event, namer.event(sse.data)))
+                        out.append(sse_frame(sse.event, namer.event(data)))
                     outcome.relay_seconds += perf_counter() - began
                     if out:
                         yield b"".join(out)
@@ -199,9 +202,10 @@ async def translated_stream(
             elif isinstance(event, UsageUpdate):
                 outcome.usage = event.usage
             elif isinstance(event, StreamError):
-                outcome.fail(event.message)
+                message = UPSTREAM_SECRETS.scrub(event.message)  # some upstreams quote their key
+                outcome.fail(message)
                 done = True
-                out.append(encoder.error(event.message, event.type))
+                out.append(encoder.error(message, event.type))
                 return b"".join(out)
             out.append(encoder.encode(event))
         return b"".join(out)

@@ -15,6 +15,7 @@ from typing import Any
 from modelport import tracing
 from modelport.catalog_spec import Deployment
 from modelport.core.codec import ProtocolCodec, ProtocolName
+from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.errors import ModelUnavailable
 from modelport.gateway.context import RequestContext
 from modelport.gateway.routing import Candidate, DeploymentRouter
@@ -102,6 +103,7 @@ class UpstreamCaller:
             span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
             tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
             sent = time.perf_counter()
+            ctx.upstream_called = True
             try:
                 reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream)
             except UpstreamUnreachable as exc:
@@ -127,11 +129,12 @@ class UpstreamCaller:
             ctx.upstream_waited += waited
             UPSTREAM_DURATION.labels(*labels).observe(waited)
             if is_retryable(reply.status) or is_deployment_fault(reply.status, payload):
+                excerpt = UPSTREAM_SECRETS.scrub(payload[:4096].decode("utf-8", "replace"))[:200]
                 self.router.fail(
                     candidate,
                     rate_limited=reply.status == 429,
                     retry_after=_retry_after(reply),
-                    error=f"HTTP {reply.status}: {payload[:200].decode('utf-8', 'replace')}",
+                    error=f"HTTP {reply.status}: {excerpt}",
                 )
                 last_status = reply.status
                 continue

@@ -1,8 +1,9 @@
 """Upstream failures → the gateway's errors, in one place.
 
-Nothing from the upstream reaches the client but a cleaned message: no upstream key, no internal URL,
-no stack trace. Statuses worth another deployment (429, 5xx, timeouts, connection errors) are
-`retryable`; the caller falls back and only reports the last one if every deployment fails.
+Nothing from the upstream reaches the client but a cleaned message: no upstream key (every configured
+upstream secret is removed, `core.redaction`), no internal URL, no stack trace. Statuses worth another
+deployment (429, 5xx, timeouts, connection errors) are `retryable`; the caller falls back and only
+reports the last one if every deployment fails.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.errors import InvalidParameters, ModelUnavailable, ServiceError, UpstreamError
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -32,9 +34,9 @@ def upstream_message(body: bytes) -> str | None:
     if isinstance(parsed, dict):
         error = parsed.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])[:_MAX_MESSAGE]
+            return UPSTREAM_SECRETS.scrub(str(error["message"]))[:_MAX_MESSAGE]
         if isinstance(error, str):
-            return error[:_MAX_MESSAGE]
+            return UPSTREAM_SECRETS.scrub(error)[:_MAX_MESSAGE]
     return None
 
 
@@ -60,7 +62,7 @@ def _upstream_field(body: bytes, key: str) -> str | None:
         return None
     error = parsed.get("error") if isinstance(parsed, dict) else None
     value = error.get(key) if isinstance(error, dict) else None
-    return value[:200] if isinstance(value, str) and value else None
+    return UPSTREAM_SECRETS.scrub(value)[:200] if isinstance(value, str) and value else None
 
 
 def upstream_param(body: bytes) -> str | None:

@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import socket
 import ssl
 import tempfile
 from collections.abc import AsyncIterator, Mapping
@@ -34,6 +35,8 @@ from modelport.net.urls import CheckedUrl, check_url
 from modelport.settings import NetSettings
 
 log = logging.getLogger("modelport.net")
+# How long a creation-time check waits for DNS (the connect-time check has no such shortcut).
+RESOLVE_AT_CHECK_SECONDS = 5.0
 
 MAX_REDIRECTS = 3
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -116,6 +119,25 @@ class SafeFetcher:
         """Validate `url` without network access; raises UrlRefused (400). Our own URLs are not accepted
         here: call `is_own` first where they are welcome."""
         return check_url(url, self.allow_hosts)
+
+    async def check_resolved(self, url: str, *, time_limit: float = RESOLVE_AT_CHECK_SECONDS) -> CheckedUrl:
+        """`check`, then the host resolved once and refused (UrlRefused, 400) if any answer is not globally
+        routable: where a URL is only stored for later (webhooks, task inputs), `localhost`, `LOCALHOST.`
+        and names that resolve to private addresses are refused when the client gives them. The
+        connect-time check stays (a name may be rebound in between). A name that does not resolve now, or
+        not within `time_limit`, passes here: DNS may be down for a moment, and the use will say."""
+        checked = self.check(url)
+        if checked.allowed or checked.address is not None:
+            return checked  # allow-listed, or a literal address `check` has judged already
+        try:
+            async with asyncio.timeout(time_limit):
+                await CheckingResolver(self.allow_hosts).resolve(checked.host, checked.port, socket.AF_UNSPEC)
+        except UrlRefused as exc:
+            if exc.kind != "unresolvable":
+                raise
+        except TimeoutError:
+            pass
+        return checked
 
     # -- fetching ---------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from modelport.errors import InvalidParameters, MissingParameter
+from modelport.web.query_int import plain_int
 
 MAX_SPAN_SECONDS = 30 * 24 * 3600
 DEFAULT_PAGE_SIZE = 10
@@ -18,7 +19,6 @@ MAX_PAGE = 1_000_000_000
 MAX_TIME = 253_402_300_799  # 9999-12-31T23:59:59Z: keeps millisecond arithmetic well inside 64 bits
 # The X-Svc-User-Id rule (spec, Request headers).
 SVC_USER_ID_RE = re.compile(r"[A-Za-z0-9_-]{8,128}")
-_DIGITS_RE = re.compile(r"[0-9]{1,19}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +49,9 @@ def _integer(name: str, raw: str | None, *, required: bool, default: int, low: i
         if required:
             raise MissingParameter(f"{name} is required", param=name)
         return default
-    if not _DIGITS_RE.fullmatch(raw):
+    number = plain_int(raw)
+    if number is None:
         raise InvalidParameters(f"{name} must be an integer", param=name)
-    number = int(raw)
     if not low <= number <= high:
         raise InvalidParameters(f"{name} must be between {low} and {high}", param=name)
     return number

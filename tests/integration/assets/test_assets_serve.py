@@ -13,6 +13,7 @@ from tests.integration.assets.helpers import Assets, asset_server, make_team
 from tests.support import media_make as media
 from tests.support.https_origin import HttpsOrigin
 from tests.support.server import RunningServer
+from tests.unit.assets.test_probe_pages import tiff
 
 REJECTED = "Invalid parameters: asset was rejected by the provider"
 FORMAT = "Invalid format: url must be an https URL without userinfo"
@@ -430,3 +431,19 @@ async def test_list_pages_newest_first_and_filters_by_status(
     for bad in ({"limit": 0}, {"limit": 101}, {"offset": -1}, {"status": "gone"}, {"limit": "x"}):
         got = await team.list(**bad)
         assert got.status_code == 400 and got.json()["message"].startswith("Invalid parameters"), bad
+
+
+# -- issue 21 item 6: every page of a multi-image file is probed ------------------------------------
+
+
+async def test_a_multipage_tiff_with_a_page_past_the_limits_is_rejected_at_registration(
+    main: Assets, origin: HttpsOrigin
+) -> None:
+    url = origin.serve("two-pages.tiff", tiff((400, 400), (6000, 3000)), "image/tiff")
+    reg = await main.register({"url": url, "type": "image"})
+    assert reg.status_code == 400, reg.text
+    assert reg.json()["message"] == REJECTED and "page 2" in reg.json()["reason"], reg.json()
+    fine = origin.serve("pages-ok.tiff", tiff((400, 400), (640, 480)), "image/tiff")
+    ok = await main.register({"url": fine, "type": "image"})
+    assert ok.status_code == 200, ok.text
+    assert (await main.settle(ok.json()["data"]["asset_id"]))["status"] == "active"

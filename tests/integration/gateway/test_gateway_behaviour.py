@@ -450,8 +450,11 @@ def test_client_hanging_up_on_a_slow_answer_cancels_the_call(gw: Gateway) -> Non
         )
     rows = _wait_logs(gw, key, 1)
     assert len(rows) == 1 and rows[0]["status"] == "cancelled"
-    assert Decimal(str(rows[0]["cost"])) == 0  # nothing was produced for the client
+    # Nothing was produced for the client, but the upstream had the prompt: its input is billed (the
+    # estimate, since the upstream never said; issue 21 item 15), no output.
+    cost = Decimal(str(rows[0]["cost"]))
+    assert rows[0]["prompt_tokens"] == 16 and rows[0]["completion_tokens"] == 0 and cost == Decimal("0.000016")
     deadline = time.monotonic() + 5
     while gw.balance(key)["frozen_balance"] != 0 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert Decimal(str(gw.balance(key)["available_balance"])) == 1
+    assert Decimal("0.9999") <= Decimal(str(gw.balance(key)["available_balance"])) < 1  # shown to 4 places

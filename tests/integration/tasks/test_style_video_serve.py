@@ -20,7 +20,7 @@ from tests.integration.assets.helpers import Assets, asset_server
 from tests.integration.tasks import serve_calls
 from tests.integration.tasks.serve_calls import balance, funded_team
 from tests.support.https_origin import HttpsOrigin
-from tests.support.media_make import clip_with_audio
+from tests.support.media_make import clip_with_audio, video
 from tests.support.server import RunningServer
 from tests.support.ssim import ssim
 
@@ -168,4 +168,20 @@ async def test_unreadable_or_too_long_video_fails_and_refunds(
         task = await run_task(client, server, key, {"video_url": origin.serve(name, data, "video/mp4")})
         assert task["status"] == "failed", task
         assert task["error"]["code"] == "invalid_input" and says in task["error"]["message"], task
+    assert await balance(client, server, key) == before
+
+
+# -- issue 21 item 5: frame sizes checked from the container before decoding ------------------------
+
+
+@pytest.mark.parametrize(("width", "height"), [(6002, 64), (4000, 2100)])
+async def test_frames_past_the_video_size_bounds_are_refused_before_decoding(
+    client: httpx.AsyncClient, server: RunningServer, key: str, origin: HttpsOrigin, width: int, height: int
+) -> None:
+    before = await balance(client, server, key)
+    data = video(width, height, 2, fmt="mov", fps=2)
+    task = await run_task(client, server, key, {"video_url": origin.serve(f"big-{width}.mov", data, "video/quicktime")})
+    assert task["status"] == "failed", task
+    assert task["error"]["code"] == "invalid_input", task
+    assert f"{width}x{height} px" in task["error"]["message"] and "at most 6000 px" in task["error"]["message"], task
     assert await balance(client, server, key) == before

@@ -19,8 +19,9 @@ from modelport.clock import now_ms
 from modelport.media.tasks import repository as repo
 from modelport.media.webhooks import outbox
 from modelport.media.webhooks import secrets as team_secrets
-from modelport.media.webhooks.sender import WebhookSender, retry_after_seconds
+from modelport.media.webhooks.sender import WebhookSender
 from modelport.net import SafeFetcher
+from modelport.net.retry_after import retry_after_seconds
 from modelport.settings import NetSettings, WebhookSettings
 from modelport.storage.tables import webhook_deliveries
 from tests.integration.tasks.helpers import WebhookReceiver

@@ -16,7 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts.keys import hash_key
 from modelport.clock import now_ms
+from modelport.errors import InvalidParameters
 from modelport.storage.tables import api_keys, media_tasks, request_logs, teams, webhook_deliveries
+from modelport.web.query_int import plain_int
 
 AnyRow = Row[*tuple[Any, ...]]
 PAGE = 50
@@ -39,9 +41,10 @@ class Cursor:
         if not raw:
             return None
         at, _, row_id = raw.partition(":")
-        if not at.isdigit() or not row_id or len(row_id) > 64:
-            return None
-        return cls(int(at), row_id)
+        created_at_ms = plain_int(at)
+        if created_at_ms is None or not row_id or len(row_id) > 64:
+            raise InvalidParameters("before is not a valid page cursor", param="before")
+        return cls(created_at_ms, row_id)
 
 
 @dataclass(frozen=True, slots=True)

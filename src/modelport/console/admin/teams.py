@@ -15,6 +15,7 @@ from modelport.console.key_forms import form_values, key_form_fields
 from modelport.errors import ServiceError
 from modelport.money import display_usd
 from modelport.web.deps import get_services
+from modelport.web.query_int import MAX_QUERY_INT, query_int
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
 
@@ -52,7 +53,7 @@ async def _team_page(request: Request, team_ref: str, *, new_key: str | None = N
     op = operator(request)
     team = await op.team(team_ref)
     raw_before = request.query_params.get("before_id", "")
-    before_id = int(raw_before) if raw_before.isdigit() else None
+    before_id = query_int(raw_before, "before_id", low=1, high=MAX_QUERY_INT)
     tiers = get_services(request).settings.tiers
     rank = tier_rank(tiers, team.tier)
     keys = await op.list_keys(team.id)

@@ -10,10 +10,10 @@ from modelport.accounts.auth import AuthContext
 from modelport.console.deps import require_team
 from modelport.console.forms import choice
 from modelport.console.templating import render
-from modelport.errors import InvalidParameters
 from modelport.media.assets import repository as asset_repo
 from modelport.media.assets.service import STATUSES
 from modelport.web.deps import get_services
+from modelport.web.query_int import query_int
 
 router = APIRouter()
 
@@ -24,10 +24,7 @@ PAGE_SIZE = 25
 async def assets_page(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
     engine = get_services(request).db
     status = choice(request, "status", ("", *STATUSES), "") or None
-    raw_page = request.query_params.get("page") or "1"
-    if not raw_page.isdigit() or not 1 <= int(raw_page) <= 100_000:
-        raise InvalidParameters("page must be a number from 1", param="page")
-    page = int(raw_page)
+    page = query_int(request.query_params.get("page"), "page", low=1, high=100_000, default=1) or 1
     records, total = await asset_repo.list_assets(
         engine, auth.team_id, status=status, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
     )

@@ -14,9 +14,9 @@ from modelport.clock import now_ms
 from modelport.console.deps import require_team
 from modelport.console.forms import choice
 from modelport.console.templating import render
-from modelport.errors import InvalidParameters
 from modelport.requestlog.store import DAY_MS
 from modelport.web.deps import get_services
+from modelport.web.query_int import MAX_QUERY_INT, query_int
 
 router = APIRouter()
 
@@ -28,10 +28,7 @@ PERIODS = ("7", "30", "90", "365")
 async def billing_page(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
     services = get_services(request)
     days = int(choice(request, "days", PERIODS, "30"))
-    raw_before = request.query_params.get("before")
-    if raw_before is not None and (not raw_before.isdigit() or len(raw_before) > 18):
-        raise InvalidParameters("before must be an entry id", param="before")
-    before = int(raw_before) if raw_before else None
+    before = query_int(request.query_params.get("before"), "before", low=1, high=MAX_QUERY_INT)
     team = await get_team(services.db, auth.team_id)
     entries = await statement.entries(services.db, team.id, before_id=before, limit=PAGE_SIZE + 1)
     more = len(entries) > PAGE_SIZE

@@ -12,12 +12,13 @@ from modelport.clock import now_ms
 from modelport.console.deps import require_team
 from modelport.console.forms import choice, optional_text
 from modelport.console.templating import console_root, render
-from modelport.errors import Conflict, InvalidParameters, NotFound
+from modelport.errors import Conflict, NotFound
 from modelport.media.tasks import repository as task_repo
 from modelport.media.tasks.service import STATUSES, TASKS
 from modelport.media.tasks.views import task_view
 from modelport.media.webhooks import outbox
 from modelport.web.deps import get_services
+from modelport.web.query_int import query_int
 
 router = APIRouter()
 
@@ -30,10 +31,7 @@ async def tasks_page(request: Request, auth: AuthContext = Depends(require_team)
     tasks = get_services(request)[TASKS]
     status = choice(request, "status", ("", *STATUSES), "") or None
     model_id = optional_text(request, "model_id", max_len=200)
-    raw_page = request.query_params.get("page") or "1"
-    if not raw_page.isdigit() or not 1 <= int(raw_page) <= 100_000:
-        raise InvalidParameters("page must be a number from 1", param="page")
-    page = int(raw_page)
+    page = query_int(request.query_params.get("page"), "page", low=1, high=100_000, default=1) or 1
     rows, total = await task_repo.list_page(
         tasks.engine,
         auth.team_id,

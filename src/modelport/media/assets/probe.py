@@ -8,7 +8,9 @@ limits. `decode_fully(path, probed)` is the moderation pass: it decodes every fr
 Limits (MB = 10^6 bytes), as the spec lists them; audio is ours (the spec leaves it open):
 
 - image: jpeg, png, webp, tiff, gif, heic, heif; 300 < width, height < 6000 px; 0.4 < width/height
-  < 2.5; size < 30 MB.
+  < 2.5; size < 30 MB. A multi-image file (TIFF pages, GIF/WebP frames, HEIF sequences) is checked page
+  by page, every page within those bounds, and at most `MAX_IMAGE_FRAMES` pages and
+  `MAX_DECODED_PIXELS` pixels over all of them (moderation decodes every one).
 - video: mp4 or mov with a video stream; the shorter side is 480, 720, 1080 or 2160 px (480p, 720p,
   1080p, 4K; portrait qualifies); 2 s <= duration <= 30 s; 0.4 <= width/height <= 2.5; 300 <= width,
   height <= 6000 px; 407,696 <= width x height <= 8,295,044; size <= 200 MB.
@@ -27,6 +29,7 @@ import filetype
 
 if TYPE_CHECKING:
     import av
+    from PIL import Image
 
 MediaKind = Literal["image", "video", "audio"]
 MB = 1_000_000
@@ -44,6 +47,10 @@ IMAGE_FORMATS = {
     "GIF": "image/gif",
     "HEIF": "image/heif",
 }
+# Multi-image files: moderation decodes every page, so their number and their pixels together are capped
+# (one page of the largest size is 36 MP; a file may hold about three of those, or many small frames).
+MAX_IMAGE_FRAMES = 1000
+MAX_DECODED_PIXELS = 100_000_000
 VIDEO_CLASSES = {480: "480p", 720: "720p", 1080: "1080p", 2160: "4K"}
 VIDEO_MIN_PIXELS, VIDEO_MAX_PIXELS = 407_696, 8_295_044
 MIN_SECONDS, MAX_SECONDS = 2, 30
@@ -122,6 +129,7 @@ def _probe_image(path: Path, size: int) -> Probed:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(path) as img:
                 fmt, (width, height) = img.format or "", img.size
+                _check_pages(img)
     except (
         UnidentifiedImageError,
         OSError,
@@ -132,16 +140,49 @@ def _probe_image(path: Path, size: int) -> Probed:
         raise Rejected(f"the image cannot be read ({_short(exc)})") from exc
     if fmt not in IMAGE_FORMATS:
         raise Rejected(f"image format {fmt or 'unknown'} is not supported (jpeg, png, webp, tiff, gif, heic, heif)")
-    if not (300 < width < 6000 and 300 < height < 6000):
-        raise Rejected(f"the image is {width}x{height} px; width and height must each be over 300 and under 6000")
-    ratio = Fraction(width, height)
-    if not Fraction(2, 5) < ratio < Fraction(5, 2):
-        raise Rejected(f"the image's aspect ratio {width}:{height} must be over 0.4 and under 2.5")
+    _check_dimensions(width, height)
     mime = IMAGE_FORMATS[fmt]
     if fmt == "HEIF":
         with path.open("rb") as fh:
             mime = "image/heic" if fh.read(12)[8:12] in (b"heic", b"heix", b"heim", b"heis") else "image/heif"
     return Probed("image", mime, size, width, height)
+
+
+def _check_dimensions(width: int, height: int, which: str = "the image") -> None:
+    if not (300 < width < 6000 and 300 < height < 6000):
+        raise Rejected(f"{which} is {width}x{height} px; width and height must each be over 300 and under 6000")
+    ratio = Fraction(width, height)
+    if not Fraction(2, 5) < ratio < Fraction(5, 2):
+        raise Rejected(f"{which}'s aspect ratio {width}:{height} must be over 0.4 and under 2.5")
+
+
+def _check_pages(img: Image.Image) -> None:
+    """Every page of a multi-image file within the limits, and all of them within the decode caps. GIF, WebP
+    and APNG frames lie within the canvas (its size is checked, times their number: seeking them would
+    decode); TIFF pages and HEIF images each have their own size, read by seeking, which reads a page's
+    header, not its pixels."""
+    frames = int(getattr(img, "n_frames", 1) or 1)
+    if frames == 1:
+        return
+    if frames > MAX_IMAGE_FRAMES:
+        raise Rejected(f"the image has {frames} pages or frames; at most {MAX_IMAGE_FRAMES} are accepted")
+    width, height = img.size
+    if img.format in ("GIF", "WEBP", "PNG"):  # frames within the canvas; seeking these decodes
+        sizes = [(width, height)] * frames
+    else:
+        sizes = []
+        for index in range(frames):
+            img.seek(index)
+            sizes.append(img.size)
+        img.seek(0)
+    total = 0
+    for index, (w, h) in enumerate(sizes):
+        _check_dimensions(w, h, f"page {index + 1} of the image")
+        total += w * h
+    if total > MAX_DECODED_PIXELS:
+        raise Rejected(
+            f"the image's {frames} pages hold {total:,} pixels; at most {MAX_DECODED_PIXELS:,} are accepted per file"
+        )
 
 
 def _probe_video(path: Path, size: int, mime: str) -> Probed:
@@ -243,8 +284,14 @@ def decode_fully(path: Path, probed: Probed) -> None:
 def _decode_image(path: Path) -> None:
     from PIL import Image, ImageSequence
 
+    decoded = 0
     with Image.open(path) as img:
         for frame in ImageSequence.Iterator(img):
+            # The probe checked every page; counted again before each decode, whatever the file claims now.
+            width, height = frame.size
+            decoded += width * height
+            if not (width < 6000 and height < 6000) or decoded > MAX_DECODED_PIXELS:
+                raise Rejected(f"the image holds more than {MAX_DECODED_PIXELS:,} pixels or a page over 6000 px")
             frame.load()
 
 

@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
-from modelport.errors import PayloadTooLarge
 from modelport.media.assets.service import ASSETS
+from modelport.web.body import read_body
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 
@@ -52,15 +52,7 @@ async def register_asset(request: Request, provider: str, auth: AuthContext = De
 
 async def _small_body(request: Request) -> bytes:
     """The JSON body, refused past MAX_BODY_BYTES without reading the rest (a URL and a name need little)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"the body must be at most {MAX_BODY_BYTES} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise PayloadTooLarge(f"the body must be at most {MAX_BODY_BYTES} bytes")
-    return bytes(body)
+    return await read_body(request, MAX_BODY_BYTES)
 
 
 @router.get(PREFIX + "/{asset_id}", summary="One asset of the team, with its current status")

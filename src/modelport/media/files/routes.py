@@ -23,6 +23,7 @@ from modelport.media.files.ranges import parse_range
 from modelport.media.files.repository import FileRecord
 from modelport.media.files.service import FILES
 from modelport.media.files.storage import ObjectMissing
+from modelport.web.body import counts_for_itself, declared_length
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 
@@ -50,10 +51,14 @@ async def upload_file(request: Request, auth: AuthContext = Depends(media_auth))
     service = get_services(request)[FILES]
     boundary = multipart_boundary(request.headers.get("content-type"))
     max_body = service.settings.max_upload_bytes + BODY_OVERHEAD_BYTES
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_body:
+    counts_for_itself(request)  # the reader below counts the bytes as they arrive
+    declared = declared_length(request.scope)
+    if declared is not None and declared > max_body:
         # Certain to be over the limit: refuse before reading a byte.
-        raise PayloadTooLarge(f"the upload exceeds the limit of {service.settings.max_upload_bytes} bytes")
+        raise PayloadTooLarge(
+            f"the upload exceeds the limit of {service.settings.max_upload_bytes} bytes",
+            headers={"Connection": "close"},
+        )
     reader = FormFileReader(request.stream(), boundary, field="file", max_body_bytes=max_body)
     view = await service.upload(auth.team_id, reader, lambda: reader.filename)
     return ok(view)

@@ -28,6 +28,7 @@ from modelport.media.files.signing import build_download_url, check_signature, d
 from modelport.media.files.storage import FileStore, ObjectMissing
 from modelport.services import ServiceKey
 from modelport.settings import FilesSettings
+from modelport.web.query_int import plain_int
 
 log = logging.getLogger("modelport.media.files")
 
@@ -141,6 +142,8 @@ class FilesService:
     async def find_signed(self, file_id: str, expires: str | None, signature: str | None) -> FileRecord:
         """The live file a download URL names; NotFound for a bad or expired signature alike."""
         now = self._clock()
+        if expires is not None and plain_int(expires) is None:
+            raise InvalidParameters("expires must be an integer (UNIX seconds)", param="expires")
         if not check_signature(self._key, file_id, expires, signature, now):
             raise NotFound("the download link is invalid or has expired")
         record = await repo.get_live_file(self.engine, file_id, now)

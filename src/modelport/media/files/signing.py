@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
+from modelport.web.query_int import plain_int
+
 DOWNLOAD_PATH = "/files/"
 _FILE_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
@@ -36,9 +38,9 @@ def build_download_url(public_base: str, key: bytes, file_id: str, expires_at_ms
 
 def check_signature(key: bytes, file_id: str, expires: str | None, signature: str | None, now_ms: int) -> bool:
     """True when the signature is ours for this file and expiry, and the expiry has not passed."""
-    if not expires or not signature or not expires.isdigit() or len(expires) > 12:
+    expires_s = plain_int(expires) if expires and len(expires) <= 12 else None
+    if expires_s is None or not signature:
         return False
-    expires_s = int(expires)
     if expires_s * 1000 <= now_ms:
         return False
     return hmac.compare_digest(sign(key, file_id, expires_s), signature)

@@ -44,7 +44,7 @@ async def check_input_url(fetcher: SafeFetcher, engine: AsyncEngine, team_id: st
     if fetcher.is_own(value):
         return
     try:
-        fetcher.check(value)
+        await fetcher.check_resolved(value)  # a name resolving to a private address: 400 now, not at the run
     except UrlFormatRefused as exc:
         raise InvalidParameters(
             f"{field} must be an https URL, one of our download URLs or asset://<asset_id>", param=field

@@ -37,6 +37,7 @@ from modelport.net import FetchError, SafeFetcher, UrlFormatRefused
 from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
+from modelport.web.query_int import MAX_QUERY_INT, query_int
 
 log = logging.getLogger("modelport.media.tasks")
 
@@ -137,7 +138,7 @@ class TaskService:
                 return model
         raise NotFound(f"model {slug!r} does not exist")
 
-    def check_webhook_url(self, raw: str | None) -> str | None:
+    async def check_webhook_url(self, raw: str | None) -> str | None:
         if raw is None:
             return None
         url = raw.strip()
@@ -146,7 +147,7 @@ class TaskService:
         if len(url) > MAX_WEBHOOK_URL:
             raise InvalidParameters(f"X-Webhook-URL is longer than {MAX_WEBHOOK_URL} characters", param="X-Webhook-URL")
         try:
-            self.fetcher.check(url)
+            await self.fetcher.check_resolved(url)  # `localhost` and private names: 400 now, not at delivery
         except UrlFormatRefused as exc:
             raise InvalidFormat("X-Webhook-URL must be an https URL without userinfo", param="X-Webhook-URL") from exc
         except FetchError as exc:
@@ -173,7 +174,7 @@ class TaskService:
         except orjson.JSONDecodeError as exc:
             raise InvalidParameters(f"the request body is not valid JSON: {exc}", param="body") from exc
         params = validate_input(model, parsed)
-        webhook = self.check_webhook_url(webhook_url)
+        webhook = await self.check_webhook_url(webhook_url)
         if model.upstream is not None:
             await upstream.check_inputs(self.engine, self.fetcher, team_id, model.upstream, params)
             units = upstream.units(model, params)
@@ -280,13 +281,4 @@ class TaskService:
 
 
 def _int_param(query: dict[str, str], name: str, *, minimum: int) -> int | None:
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return None
-    raw = raw.strip()
-    if not raw.lstrip("-").isdigit() or len(raw) > 16:
-        raise InvalidParameters(f"{name} must be an integer", param=name)
-    value = int(raw)
-    if value < minimum:
-        raise InvalidParameters(f"{name} must be at least {minimum}", param=name)
-    return value
+    return query_int(query.get(name), name, low=minimum, high=MAX_QUERY_INT)

@@ -8,6 +8,7 @@ out, and another takes the delivery over. Delivery is at least once: a receiver 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,22 +50,19 @@ def _delivery(r: Any) -> Delivery:
     )
 
 
-async def due(engine: AsyncEngine, *, limit: int) -> list[str]:
+async def due(engine: AsyncEngine, *, limit: int, exclude_teams: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(delivery id, team id) of due rows, oldest first; rows of `exclude_teams` left out."""
     now = now_ms()
+    query = select(webhook_deliveries.c.id, webhook_deliveries.c.team_id).where(
+        webhook_deliveries.c.status == "pending",
+        webhook_deliveries.c.next_attempt_at_ms <= now,
+        webhook_deliveries.c.lease_until_ms < now,
+    )
+    if exclude_teams:
+        query = query.where(webhook_deliveries.c.team_id.not_in(list(exclude_teams)))
     async with engine.connect() as conn:
-        rows = (
-            await conn.execute(
-                select(webhook_deliveries.c.id)
-                .where(
-                    webhook_deliveries.c.status == "pending",
-                    webhook_deliveries.c.next_attempt_at_ms <= now,
-                    webhook_deliveries.c.lease_until_ms < now,
-                )
-                .order_by(webhook_deliveries.c.next_attempt_at_ms)
-                .limit(limit)
-            )
-        ).all()
-    return [r.id for r in rows]
+        rows = (await conn.execute(query.order_by(webhook_deliveries.c.next_attempt_at_ms).limit(limit))).all()
+    return [(r.id, r.team_id) for r in rows]
 
 
 async def claim(engine: AsyncEngine, delivery_id: str, *, claim_ms: int) -> Delivery | None:

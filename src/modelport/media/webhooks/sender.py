@@ -1,19 +1,18 @@
 """The webhook sender: claims due outbox rows and delivers them through the SSRF-safe fetcher.
 
 Rules: only a 2xx answer within `timeout_seconds` counts; a 3xx is a failure (no redirect is followed);
-`410 Gone` stops the delivery; `429` waits at least its `Retry-After`; other failures retry on the schedule
-(Standard Webhooks': 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h) with jitter, and never after the result
-expires. Every attempt is recorded.
+`410 Gone` stops the delivery; `429` and `503` wait at least their `Retry-After` (read leniently, and only
+on those: `net.retry_after`); other failures retry on the schedule (Standard Webhooks': 0, 5 s, 5 min,
+30 min, 2 h, 5 h, 10 h, 10 h) with jitter, and never after the result expires. Every attempt is recorded,
+whatever goes wrong in it. A team has at most `per_team_concurrency` of a process's `concurrency` slots.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import logging
 import random
-import time
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -23,23 +22,10 @@ from modelport.media.webhooks import secrets as team_secrets
 from modelport.media.webhooks.signing import signed_headers
 from modelport.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_FINAL
 from modelport.net import FetchError, SafeFetcher
+from modelport.net.retry_after import retry_after_seconds
 from modelport.settings import WebhookSettings
 
 log = logging.getLogger("modelport.webhooks")
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """`Retry-After` as seconds from now: delta-seconds or an HTTP date; None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class WebhookSender:
@@ -50,6 +36,7 @@ class WebhookSender:
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._inflight: set[asyncio.Task[None]] = set()
+        self._per_team: dict[str, int] = {}  # deliveries in flight per team
 
     def wake(self) -> None:
         """A terminal transition in this process wrote an outbox row: look now instead of at the next poll."""
@@ -70,16 +57,32 @@ class WebhookSender:
                 await asyncio.wait_for(asyncio.shield(task), timeout=self._settings.timeout_seconds + 1)
 
     async def send_due(self) -> None:
-        for delivery_id in await outbox.due(self._engine, limit=self._settings.concurrency * 4):
-            if self._slots.locked():
-                return
-            claimed = await outbox.claim(self._engine, delivery_id, claim_ms=int(self._settings.claim_seconds * 1000))
-            if claimed is None:
-                continue
-            await self._slots.acquire()
-            task = asyncio.create_task(self._deliver(claimed))
-            self._inflight.add(task)
-            task.add_done_callback(self._inflight.discard)
+        """Claim due deliveries while slots are free. A team holds at most `per_team_concurrency` of this
+        process's slots, and teams at that share are left out of the query, so one team's slow or odd
+        receiver (and its backlog of due rows) cannot keep other teams' events waiting."""
+        per_team = self._settings.per_team_concurrency
+        while not self._slots.locked():
+            busy = [team for team, n in self._per_team.items() if n >= per_team]
+            due = await outbox.due(self._engine, limit=self._settings.concurrency * 4, exclude_teams=busy)
+            started = 0
+            for delivery_id, team_id in due:
+                if self._slots.locked():
+                    return
+                if self._per_team.get(team_id, 0) >= per_team:
+                    continue
+                claimed = await outbox.claim(
+                    self._engine, delivery_id, claim_ms=int(self._settings.claim_seconds * 1000)
+                )
+                if claimed is None:
+                    continue
+                await self._slots.acquire()
+                self._per_team[team_id] = self._per_team.get(team_id, 0) + 1
+                task = asyncio.create_task(self._deliver(claimed))
+                self._inflight.add(task)
+                task.add_done_callback(self._inflight.discard)
+                started += 1
+            if not started or len(due) < self._settings.concurrency * 4:
+                return  # nothing more to take now (rows of busy teams wait for their next pass)
 
     async def _deliver(self, claimed: outbox.Delivery) -> None:
         try:
@@ -88,6 +91,11 @@ class WebhookSender:
             log.exception("webhook %s: delivery failed unexpectedly", claimed.id)
         finally:
             self._slots.release()
+            left = self._per_team.get(claimed.team_id, 1) - 1
+            if left > 0:
+                self._per_team[claimed.team_id] = left
+            else:
+                self._per_team.pop(claimed.team_id, None)
 
     async def deliver(self, claimed: outbox.Delivery) -> None:
         started = now_ms()
@@ -96,19 +104,25 @@ class WebhookSender:
                 WEBHOOK_FINAL.labels("failed").inc()
             log.warning("webhook %s: result expired before delivery; giving up", claimed.id)
             return
-        keys = (await team_secrets.get_or_create(self._engine, claimed.team_id)).signing(started)
-        headers = signed_headers(claimed.id, claimed.payload, keys, started)
         status_code: int | None = None
         error: str | None = None
         retry_after: float | None = None
         try:
+            keys = (await team_secrets.get_or_create(self._engine, claimed.team_id)).signing(started)
+            headers = signed_headers(claimed.id, claimed.payload, keys, started)
             answer = await self._fetcher.send(
                 claimed.url, body=claimed.payload.encode(), headers=headers, time_limit=self._settings.timeout_seconds
             )
             status_code = answer.status
-            retry_after = retry_after_seconds(answer.headers.get("Retry-After"))
+            if status_code in (429, 503):  # the only answers whose Retry-After means "wait"
+                retry_after = retry_after_seconds(answer.headers.get("Retry-After"))
         except FetchError as exc:
             error = f"{exc.kind}: {exc.detail}"
+        except Exception as exc:
+            # Whatever happened, the attempt is recorded and the schedule moves on: an attempt left
+            # unrecorded would go again every time its claim ran out, for as long as the result lives.
+            log.exception("webhook %s: the attempt failed unexpectedly", claimed.id)
+            error = f"internal error: {type(exc).__name__}"
         duration = now_ms() - started
         attempt_no = claimed.attempts + 1
 
@@ -132,7 +146,7 @@ class WebhookSender:
             await self._record(claimed, attempt, "failed", started)
             return
         delay = schedule[attempt_no] * (1 + random.uniform(-1, 1) * self._settings.jitter_fraction)
-        if status_code == 429 and retry_after is not None:
+        if retry_after is not None:
             delay = max(delay, min(retry_after, self._settings.max_retry_after_seconds))
         next_at = now_ms() + int(delay * 1000)
         if next_at >= claimed.give_up_at_ms:

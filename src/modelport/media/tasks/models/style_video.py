@@ -5,7 +5,10 @@ each frame goes through `network.stylize` at the output size (the input's, scale
 at most `MAX_SIDE`, both sides even) and is encoded as H.264 at the input's average frame rate. The first
 audio track is kept: decoded and encoded again as AAC (whatever its codec was, so any input muxes into MP4).
 
-Limits (refused as `invalid_input`, refunded): at most `MAX_SECONDS` seconds and `MAX_FRAMES` frames. The
+Limits (refused as `invalid_input`, refunded): at most `MAX_SECONDS` seconds and `MAX_FRAMES` frames, and
+the frame size of video assets (at most 6000 px a side, 8,295,044 pixels): every video stream's size is read
+from the container before anything is decoded, and every decoded frame's is checked again (a stream may
+change size). Frames are converted to RGB at the output size (swscale), never at the input's. The
 price is per second of output; the task freezes `MAX_SECONDS` seconds' worth at creation (the length is
 unknown until the file is read) and is charged for the whole seconds it rendered (rounded up).
 """
@@ -25,12 +28,14 @@ import av
 import numpy as np
 from PIL import Image
 
+from modelport.media.assets.probe import VIDEO_MAX_PIXELS
 from modelport.media.tasks.models import network
 from modelport.media.tasks.models.base import InputError, RenderedFile
 
 MAX_SECONDS = 10
 MAX_FRAMES = 300
 MAX_SIDE = 512
+MAX_INPUT_SIDE = 6000  # the video assets' bound, as is VIDEO_MAX_PIXELS
 AUDIO_BITRATE = 96_000
 
 
@@ -93,6 +98,8 @@ def _restyle(source: Path, target: Path, style: int) -> tuple[int, int, int, Fra
     with reader:
         if not reader.streams.video:
             raise InputError("video_url has no video track")
+        for stream in reader.streams.video:  # before any decoding: an 8000x8000 frame is 192 MB as RGB
+            _check_size(stream.codec_context.width, stream.codec_context.height)
         video_in = reader.streams.video[0]
         audio_in = reader.streams.audio[0] if reader.streams.audio else None
         declared = float(reader.duration or 0) / 1_000_000
@@ -117,6 +124,7 @@ def _restyle(source: Path, target: Path, style: int) -> tuple[int, int, int, Fra
             try:
                 for frame in _decoded(reader, video_in, audio_in):
                     if isinstance(frame, av.VideoFrame):
+                        _check_size(frame.width, frame.height)
                         frames += 1
                         if frames > MAX_FRAMES:
                             raise InputError(f"video_url has more than {MAX_FRAMES} frames")
@@ -140,6 +148,16 @@ def _restyle(source: Path, target: Path, style: int) -> tuple[int, int, int, Fra
     return width, height, frames, fps, audio_in is not None
 
 
+def _check_size(width: int, height: int) -> None:
+    if not width or not height:
+        raise InputError("video_url has no frame size")
+    if width > MAX_INPUT_SIDE or height > MAX_INPUT_SIDE or width * height > VIDEO_MAX_PIXELS:
+        raise InputError(
+            f"video_url is {width}x{height} px; at most {MAX_INPUT_SIDE} px a side and "
+            f"{VIDEO_MAX_PIXELS:,} pixels a frame"
+        )
+
+
 def _decoded(reader: Any, video: Any, audio: Any) -> Iterator[Any]:
     streams = [video] if audio is None else [video, audio]
     for packet in reader.demux(*streams):
@@ -147,9 +165,8 @@ def _decoded(reader: Any, video: Any, audio: Any) -> Iterator[Any]:
 
 
 def _paint(frame: Any, width: int, height: int, style: int) -> av.VideoFrame:
-    image: Image.Image = frame.to_image()
-    if image.size != (width, height):
-        image = image.resize((width, height), Image.Resampling.BILINEAR)
+    # Scaled while converted to RGB: a full-size RGB copy of a large frame is never made.
+    image: Image.Image = frame.reformat(width=width, height=height, format="rgb24", interpolation="BILINEAR").to_image()
     painted = network.stylize(image, style, 1.0)
     if painted.size != (width, height):  # the network may round sizes to its stride
         painted = painted.resize((width, height), Image.Resampling.BILINEAR)

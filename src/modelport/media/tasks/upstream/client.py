@@ -6,10 +6,8 @@ provider hands back (outputs) go through the SSRF-safe fetcher instead (`runner.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import os
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +15,8 @@ import aiohttp
 import orjson
 
 from modelport.catalog_spec import MediaUpstream
+from modelport.core.redaction import UPSTREAM_SECRETS
+from modelport.net.retry_after import retry_after_seconds as parse_retry_after
 
 log = logging.getLogger("modelport.media.upstream")
 
@@ -58,19 +58,15 @@ class Answer:
 
 def retry_after_seconds(value: str | None, attempt: int) -> float:
     """`Retry-After` as seconds (delta or HTTP date); without one, exponential from 1 s."""
-    if value:
-        value = value.strip()
-        if value.isdigit():
-            return min(float(value), MAX_RETRY_AFTER_SECONDS)
-        when = email.utils.parsedate_to_datetime(value) if "," in value else None
-        if when is not None:
-            return max(0.0, min(when.timestamp() - time.time(), MAX_RETRY_AFTER_SECONDS))
+    said = parse_retry_after(value)
+    if said is not None:
+        return min(said, MAX_RETRY_AFTER_SECONDS)
     return float(min(2**attempt, MAX_429_BACKOFF_SECONDS))
 
 
 def _excerpt(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").strip().replace("\n", " ")
-    return text[:ERROR_EXCERPT]
+    text = body[: ERROR_EXCERPT * 16].decode("utf-8", "replace").strip().replace("\n", " ")
+    return UPSTREAM_SECRETS.scrub(text)[:ERROR_EXCERPT]  # a provider may quote the key it was sent
 
 
 class ProviderClient:
@@ -86,6 +82,7 @@ class ProviderClient:
         if self.upstream.api_key_env:
             key = os.environ.get(self.upstream.api_key_env, "")
             if key:
+                UPSTREAM_SECRETS.add([key])  # known before any answer can quote it
                 scheme = self.upstream.auth_scheme
                 headers["Authorization"] = f"{scheme} {key}" if scheme else key
         return headers
