@@ -90,7 +90,15 @@ def build_services(
     queue = services.add(
         TASK_QUEUE, build_queue(settings.effective_database_url, heartbeat_seconds=settings.tasks.lease_seconds)
     )
-    changes = services.add(TASK_CHANGES, TaskChanges(db, poll_seconds=settings.tasks.events_poll_seconds))
+    changes = services.add(
+        TASK_CHANGES,
+        TaskChanges(
+            db,
+            poll_seconds=settings.tasks.events_poll_seconds,
+            redis=services.redis,
+            prefix=settings.ratelimit_prefix,
+        ),
+    )
     tasks = services.add(
         TASKS,
         TaskService(
@@ -114,6 +122,7 @@ def build_services(
             settings=settings.tasks,
             outbox=tasks.outbox_row,
             on_terminal=sender.wake,
+            changes=changes,
         )
         services.add(
             TASK_WORKERS, TaskWorkers(engine=db, queue=queue, executor=executor, sender=sender, settings=settings.tasks)

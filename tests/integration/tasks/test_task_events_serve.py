@@ -1,40 +1,53 @@
-"""The live status stream across processes, raw HTTP: on PostgreSQL a task is created on a `serve --no-workers`
-and followed there with `GET /api/v1/tasks/{id}/events`, while another `serve` (started once the stream showed
-the task queued) runs it. The stream shows `queued` (with keep-alive comments while nothing happens), then
-`processing`, rising progress and `success`, and closes; the last event is the task as GET returns it."""
+"""The live status stream across processes, raw HTTP: a task is created on a `serve --no-workers` and followed
+there with `GET /api/v1/tasks/{id}/events`, while another `serve` (started once the stream showed the task
+queued) runs it; on PostgreSQL (LISTEN/NOTIFY) and on SQLite with Redis (pub/sub). The stream shows `queued`
+(with keep-alive comments while nothing happens), then `processing`, rising progress and `success` within a
+second of the task's end, and closes; the last event is the task as GET returns it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import secrets
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.integration.tasks.helpers import free_port, make_team, migrate, task_env, task_server
 from tests.support.databases import postgres_database
 
+REDIS_URL = os.environ.get("MODELPORT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
-def test_stream_of_a_task_run_by_another_process(tmp_path: Path) -> None:
+
+@pytest.mark.parametrize("backend", ["postgres", "sqlite+redis"])
+def test_stream_of_a_task_run_by_another_process(backend: str, tmp_path: Path) -> None:
     async def run() -> None:
-        async with postgres_database() as url:
-            await asyncio.to_thread(_stream_across_processes, tmp_path, url)
+        if backend == "postgres":
+            async with postgres_database() as url:
+                await asyncio.to_thread(_stream_across_processes, tmp_path, {"MODELPORT_DATABASE_URL": url})
+        else:
+            env = {"MODELPORT_REDIS_URL": REDIS_URL, "MODELPORT_RATELIMIT_PREFIX": "mp-" + secrets.token_hex(4)}
+            await asyncio.to_thread(_stream_across_processes, tmp_path, env)
 
     asyncio.run(run())
 
 
-def _stream_across_processes(tmp_path: Path, url: str) -> None:
+def _stream_across_processes(tmp_path: Path, backend_env: dict[str, str]) -> None:
     port = free_port()
     front_env = task_env(
         None,
         port,
-        MODELPORT_DATABASE_URL=url,
         MODELPORT_TASKS__RUN_WORKERS="false",
         MODELPORT_TASKS__EVENTS_KEEPALIVE_SECONDS="1",
+        **backend_env,
     )
-    migrate(tmp_path, front_env)
+    if "MODELPORT_DATABASE_URL" in front_env:
+        migrate(tmp_path, front_env)
     with ExitStack() as stack:
         front = stack.enter_context(task_server(tmp_path, front_env))
         team = make_team(front, "watchers", topup_usd="10")
@@ -51,6 +64,7 @@ def _stream_across_processes(tmp_path: Path, url: str) -> None:
         assert unknown.status_code == 404
 
         events: list[dict[str, Any]] = []
+        received_ms = 0.0
         comments = 0
         back_started = False
         with httpx.stream(
@@ -67,12 +81,13 @@ def _stream_across_processes(tmp_path: Path, url: str) -> None:
                         back_started = True
                         back_env = {**front_env, "MODELPORT_TASKS__RUN_WORKERS": "true"}
                         back_env["MODELPORT_PUBLIC_MEDIA_URL"] = f"http://127.0.0.1:{free_port()}"
-                        stack.enter_context(task_server(tmp_path / "back", back_env))
+                        stack.enter_context(task_server(tmp_path, back_env))
                 elif line.startswith("event: "):
                     name = line.removeprefix("event: ")
                 elif line.startswith("data: "):
                     assert name == "task"
                     events.append(json.loads(line.removeprefix("data: ")))
+                    received_ms = time.time() * 1000
         # The stream closed by itself after the terminal event.
         statuses = [e["status"] for e in events]
         assert statuses[0] == "queued" and events[0]["queue_position"] == 1, events[0]
@@ -81,5 +96,7 @@ def _stream_across_processes(tmp_path: Path, url: str) -> None:
         running = [e["progress"] for e in events if e["status"] == "processing" and e["progress"] is not None]
         assert len(running) >= 2 and running == sorted(running), running
         assert comments >= 2
+        # Seen within a second of the end (the row is read only every 5 s while notifications flow).
+        assert received_ms - events[-1]["result"]["extensions"]["end_time"] < 1500
         final = httpx.get(f"{front.media_url}/api/v1/tasks/{task_id}", headers=team.headers, timeout=30)
         assert events[-1] == final.json()["data"]

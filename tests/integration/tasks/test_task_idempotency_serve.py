@@ -88,6 +88,11 @@ async def test_task_replay_conflict_per_team_and_expiry(client: httpx.AsyncClien
     assert again.status_code == 200, again.text
     assert again.headers["idempotent-replayed"] == "true"
     assert again.json() == first.json()  # the first answer, as it was
+    # A retry that asks to wait (Prefer is not part of the request's identity) waits for the same task.
+    waited = await client.post(server.media_url + SKETCH, json=body, headers={**headers, "Prefer": "wait=30"})
+    assert waited.status_code == 200, waited.text
+    assert (waited.headers["idempotent-replayed"], waited.headers["preference-applied"]) == ("true", "wait=30")
+    assert (waited.json()["data"]["task_id"], waited.json()["data"]["status"]) == (task_id, "success")
 
     # The same key with another body, path or task header: 409, nothing created.
     for path, changed, extra in (

@@ -26,6 +26,7 @@ from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.inputs import InputUnavailable, read_input
+from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.models import (
     InputError,
     RenderControl,
@@ -57,8 +58,10 @@ class TaskExecutor:
         settings: TasksSettings,
         outbox: Callable[[TaskRow], OutboxRow | None],
         on_terminal: Callable[[], None],
+        changes: TaskChanges | None = None,
     ) -> None:
         self._engine = engine
+        self._changes = changes
         self._catalog = catalog
         self._store = store
         self._fetcher = fetcher
@@ -104,7 +107,13 @@ class TaskExecutor:
         )
         if ended is not None:
             self._on_terminal()
+            await self._publish(task_id)
         return ended
+
+    async def _publish(self, task_id: str) -> None:
+        """A committed change of the task's row: wake live status streams (Redis; local waiters)."""
+        if self._changes is not None:
+            await self._changes.publish(task_id)
 
     async def fail_past_deadline(self, task_id: str) -> None:
         ended = await repo.finish_failure(
@@ -119,6 +128,7 @@ class TaskExecutor:
         if ended is not None:
             log.warning("task %s failed: deadline passed", task_id)
             self._on_terminal()
+            await self._publish(task_id)
 
     async def handle(self, task_id: str) -> None:
         engine = self._engine
@@ -133,6 +143,7 @@ class TaskExecutor:
         if task is None:
             await self._unclaimable(task_id)
             return
+        await self._publish(task_id)
         if tracing.on():
             await self._traced_run(task)
         else:
@@ -197,6 +208,7 @@ class TaskExecutor:
             await self._discard(files)
             return
         self._on_terminal()
+        await self._publish(task_id)
 
     async def _unclaimable(self, task_id: str) -> None:
         """The claim failed: the task ended, another worker holds it, or it must fail now."""
@@ -383,6 +395,7 @@ class TaskExecutor:
                         lost.set()
                         return
                     written = percent
+                    await self._publish(task.id)
                     if hook:
                         last_hook = loop.time()
                         self._on_terminal()  # wakes the webhook sender

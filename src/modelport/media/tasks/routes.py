@@ -16,6 +16,7 @@ import functools
 import hashlib
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Depends
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -25,7 +26,7 @@ from modelport.accounts.auth import AuthContext
 from modelport.errors import InvalidParameters, PayloadTooLarge
 from modelport.media import idempotency
 from modelport.media.tasks.repository import TERMINAL
-from modelport.media.tasks.service import TASKS, TaskHeaders
+from modelport.media.tasks.service import TASKS, TaskHeaders, TaskService
 from modelport.media.webhooks import outbox
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
@@ -225,7 +226,12 @@ async def _create(request: Request, provider: str, model: str, auth: AuthContext
         keys = services[idempotency.IDEMPOTENCY_KEYS]
         got = await keys.claim(auth.team_id, key, print_)
         if isinstance(got, idempotency.Replay):
-            return got.response()
+            if wait is None:
+                return got.response()
+            # A retried call that asked to wait waits too: for the same task, answered as it is then.
+            waited = await _waited(service, auth.team_id, orjson.loads(got.data), wait)
+            waited.headers["Idempotent-Replayed"] = "true"
+            return waited
         try:
             data = await create(idempotency=(keys, got))
         except BaseException:
@@ -233,8 +239,12 @@ async def _create(request: Request, provider: str, model: str, auth: AuthContext
             raise
     if wait is None:
         return ok(data)
+    return await _waited(service, auth.team_id, data, wait)
+
+
+async def _waited(service: TaskService, team_id: str, data: dict[str, Any], wait: int) -> Response:
     if data["status"] not in TERMINAL:
-        data = await service.wait_view(auth.team_id, data["task_id"], wait)
+        data = await service.wait_view(team_id, data["task_id"], wait)
     response = ok(data)
     response.headers["Preference-Applied"] = f"wait={wait}"
     return response

@@ -335,6 +335,7 @@ class TaskService:
         if ended is None:
             current = await self.get(team_id, task_id)
             raise Conflict(f"task {task_id!r} is {current.status} and can no longer be cancelled")
+        await self.changes.publish(task_id)
         return task_view(ended, self.url_for)
 
     # -- live status ------------------------------------------------------------------------------------
