@@ -231,7 +231,7 @@ class TaskExecutor:
     ) -> tuple[list[StoredFile], int, dict[str, object]]:
         model = next((m for m in (await self._catalog.get()).media if m.slug == task.model_id), None)
         if model is not None and model.upstream is not None:
-            outputs = await self._upstream_outputs(model, task, lost)
+            outputs = await self._upstream_outputs(model, task, lost, control)
             default_units = upstream_units(model, task.input)
         else:
             task_model = await load_runner(model.runner) if model is not None else None
@@ -293,10 +293,17 @@ class TaskExecutor:
             raise _TaskError("invalid_input", str(exc)) from exc
         return outputs
 
-    async def _upstream_outputs(self, model: MediaModel, task: TaskRow, lost: asyncio.Event) -> list[RenderedFile]:
+    async def _upstream_outputs(
+        self, model: MediaModel, task: TaskRow, lost: asyncio.Event, control: RenderControl
+    ) -> list[RenderedFile]:
         """The provider's outputs; unlike a render thread, the calls stop at once when the run loses its task
-        (lease taken over, deadline passed, cancelled), freeing the provider slot."""
-        call = asyncio.create_task(self._upstream.run(model, task))
+        (lease taken over, deadline passed, cancelled), freeing the provider slot (and a submit-and-poll
+        provider with a `cancel_path` gets its cancel call). Its reported progress goes to `control`."""
+
+        def report(fraction: float) -> None:
+            control.fraction = fraction
+
+        call = asyncio.create_task(self._upstream.run(model, task, report))
         watch = asyncio.create_task(lost.wait())
         try:
             await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
