@@ -245,3 +245,15 @@ def test_unknown_webhook_event_is_400(server: RunningServer, team: Team, receive
         timeout=30,
     )
     assert got.status_code == 400 and "X-Webhook-Events" in got.json()["message"], got.text
+
+
+def test_the_openapi_document_describes_the_controls(server: RunningServer) -> None:
+    document = httpx.get(server.media_url + "/openapi.json", timeout=30).json()
+    create_op = document["paths"]["/{provider}/{model}"]["post"]
+    named = {p["name"] for p in create_op["parameters"] if p["in"] == "header"}
+    assert {"Idempotency-Key", "Prefer", "X-Task-Timeout", "X-Result-Retention", "X-Webhook-Events"} <= named
+    assert {"Idempotent-Replayed", "Preference-Applied"} <= set(create_op["responses"]["200"]["headers"])
+    events = document["paths"]["/api/v1/tasks/{task_id}/events"]["get"]
+    assert "text/event-stream" in events["responses"]["200"]["content"]
+    for path in ("/api/v1/media/files", "/api/v1/media/providers/{provider}/assets"):
+        assert "Idempotency-Key" in {p["name"] for p in document["paths"][path]["post"]["parameters"]}

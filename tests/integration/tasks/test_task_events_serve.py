@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import secrets
+import signal
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -100,3 +101,23 @@ def _stream_across_processes(tmp_path: Path, backend_env: dict[str, str]) -> Non
         assert received_ms - events[-1]["result"]["extensions"]["end_time"] < 1500
         final = httpx.get(f"{front.media_url}/api/v1/tasks/{task_id}", headers=team.headers, timeout=30)
         assert events[-1] == final.json()["data"]
+
+
+def test_a_server_shutting_down_ends_its_streams(tmp_path: Path) -> None:
+    env = task_env(None, free_port(), MODELPORT_TASKS__RUN_WORKERS="false")
+    with task_server(tmp_path, env) as server:
+        team = make_team(server, "leavers", topup_usd="1")
+        made = httpx.post(server.media_url + "/local/sketch-image", json={"prompt": "p"}, headers=team.headers)
+        task_id = made.json()["data"]["task_id"]
+        lines: list[str] = []
+        with httpx.stream(
+            "GET", f"{server.media_url}/api/v1/tasks/{task_id}/events", headers=team.headers, timeout=60
+        ) as stream:
+            for line in stream.iter_lines():
+                lines.append(line)
+                if line.startswith("data: "):
+                    server.process.send_signal(signal.SIGTERM)  # the task stays queued: nothing runs it
+                    stopped = time.monotonic()
+        assert time.monotonic() - stopped < 15  # ended by the server, well before its 30 s grace period
+        assert json.loads(lines[1].removeprefix("data: "))["status"] == "queued"
+        assert server.process.wait(timeout=30) == 0

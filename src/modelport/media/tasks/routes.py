@@ -164,10 +164,11 @@ async def cancel_task(request: Request, task_id: str, auth: AuthContext = Depend
 
 @router.get("/api/v1/tasks/{task_id}/events", summary="Live status of a media task", openapi_extra=_EVENTS_DOC)
 async def task_events(request: Request, task_id: str, auth: AuthContext = Depends(media_auth)) -> Response:
-    service = get_services(request)[TASKS]
+    services = get_services(request)
+    service = services[TASKS]
     await service.get(auth.team_id, task_id)  # 404 before the stream starts
     return StreamingResponse(
-        service.events(auth.team_id, task_id),
+        service.events(auth.team_id, task_id, lambda: services.draining),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -350,10 +350,12 @@ class TaskService:
                 return await self.view_of(row)
             await self.changes.wait(task_id, left)
 
-    async def events(self, team_id: str, task_id: str) -> AsyncIterator[bytes]:
+    async def events(
+        self, team_id: str, task_id: str, draining: Callable[[], bool] = lambda: False
+    ) -> AsyncIterator[bytes]:
         """The live status stream: an `event: task` with the Task now and on every change of its status,
         progress or queue position, a comment line every `events_keepalive_seconds`, and the end after the
-        terminal state."""
+        terminal state (or when the process starts shutting down: the client reconnects elsewhere)."""
         keepalive = self.settings.events_keepalive_seconds
         last: tuple[object, ...] | None = None
         last_write = time.monotonic()
@@ -366,7 +368,7 @@ class TaskService:
             if seen != last:
                 last, last_write = seen, time.monotonic()
                 yield b"event: task\ndata: " + orjson.dumps(view) + b"\n\n"
-            if row.status in repo.TERMINAL:
+            if row.status in repo.TERMINAL or draining():
                 return
             if time.monotonic() - last_write >= keepalive:
                 last_write = time.monotonic()
