@@ -136,6 +136,11 @@ class MediaUpstream(BaseModel):
     error_path: str | None = "error"
     poll_initial_seconds: float = Field(default=1.0, gt=0)
     poll_max_seconds: float = Field(default=10.0, gt=0)
+    # submit_poll: where the status answer reports progress (0-100, or a 0-1 fraction); None: it does not.
+    progress_path: str | None = None
+    # submit_poll: POST this (`{id}` replaced) to cancel a job when its task is cancelled or passes its
+    # deadline; None: the provider has no cancel call (the job is abandoned).
+    cancel_path: str | None = None
 
     @field_validator("base_url")
     @classmethod

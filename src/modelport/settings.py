@@ -173,8 +173,19 @@ class TasksSettings(BaseModel):
     requeue_after_seconds: float = Field(default=10.0, ge=0)
     # Runs a task may start (takeovers after crashes included) before it fails and is refunded.
     max_attempts: int = Field(default=3, ge=1, le=20)
-    # How long result files (and their download URLs) live.
+    # How long result files (and their download URLs) live; also the most `X-Result-Retention` may ask.
     result_retention_seconds: int = Field(default=7 * 24 * 3600, gt=0)
+    # A running task's progress is written to its row at most this often (and a cancel or deadline is
+    # noticed by the process running it within about this long).
+    progress_interval_seconds: float = Field(default=0.5, gt=0, le=10)
+    # `task.progress` webhooks: at most one per task per this many seconds.
+    progress_webhook_seconds: float = Field(default=2.0, gt=0)
+    # The live status stream (`GET /api/v1/tasks/{id}/events`): a comment line this often keeps it open...
+    events_keepalive_seconds: float = Field(default=15.0, gt=0)
+    # ...and, where no notification reaches this process (no PostgreSQL, no Redis), the row is read this often.
+    events_poll_seconds: float = Field(default=0.5, gt=0, le=1)
+    # How long an `Idempotency-Key` (task creation, asset registration, file upload) is remembered.
+    idempotency_key_seconds: int = Field(default=24 * 3600, ge=1)
 
 
 def standard_schedule() -> list[float]:

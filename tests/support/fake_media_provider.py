@@ -11,6 +11,8 @@ word in the prompt (or speech text), so tests can run side by side on one server
 - `never`: the call never answers (OpenAI kinds) or the job stays `processing`;
 - `private`: the output URL points at `localhost` (the same fake, but a loopback address by name);
 - `hold`: the job takes `hold_seconds` (for the concurrency limit), and anything else succeeds at once.
+A job still processing reports `progress` (10 per poll, at most 90); `POST /v1/predictions/{id}/cancel`
+cancels a job (recorded in `seen`; its next poll answers `canceled`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Job:
     input: dict[str, Any]
     done_at: float
     polls: int = 0
+    cancelled: bool = False
 
 
 class FakeMediaProvider:
@@ -85,6 +88,7 @@ class FakeMediaProvider:
         app.router.add_post("/v1/audio/speech", self._speech)
         app.router.add_post("/v1/predictions", self._submit)
         app.router.add_get("/v1/predictions/{id}", self._poll)
+        app.router.add_post("/v1/predictions/{id}/cancel", self._cancel)
         app.router.add_get("/files/{name}", self._file)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
@@ -210,8 +214,11 @@ class FakeMediaProvider:
             self._record(request, 429, None)
             return self._too_many()
         self._record(request, 200, None)
+        if job.cancelled:
+            return web.json_response({"id": job.id, "status": "canceled"})
         if "never" in job.prompt or time.monotonic() < job.done_at:
-            return web.json_response({"id": job.id, "status": "processing"})
+            # Progress as fal and Replicate-style APIs report it: rising with each poll, short of done.
+            return web.json_response({"id": job.id, "status": "processing", "progress": min(90, job.polls * 10)})
         if job.done_at != 0:  # first terminal answer: the job no longer runs
             if "hold" in job.prompt:
                 self.active -= 1
@@ -220,6 +227,14 @@ class FakeMediaProvider:
             return web.json_response({"id": job.id, "status": "failed", "error": "the model crashed on this input"})
         name = "clip.mp4" if "video" in job.prompt else "still.png"
         return web.json_response({"id": job.id, "status": "succeeded", "output": [self._output_url(job.prompt, name)]})
+
+    async def _cancel(self, request: web.Request) -> web.Response:
+        job = self.jobs.get(request.match_info["id"])
+        self._record(request, 200 if job is not None else 404, None)
+        if job is None:
+            return web.json_response({"detail": "not found"}, status=404)
+        job.cancelled = True
+        return web.json_response({"id": job.id, "status": "canceled"})
 
     async def _file(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]

@@ -28,7 +28,9 @@ from modelport.media.fetch import FETCHER, OwnDownloadUrls
 from modelport.media.files.service import FILES, FilesService
 from modelport.media.files.storage import build_store
 from modelport.media.files.sweeper import FILES_SWEEPER, Sweeper
+from modelport.media.idempotency import IDEMPOTENCY_KEYS, IdempotencyKeys
 from modelport.media.tasks.executor import TaskExecutor
+from modelport.media.tasks.live import TASK_CHANGES, TaskChanges
 from modelport.media.tasks.service import TASK_QUEUE, TASKS, TaskService
 from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
 from modelport.media.webhooks.sender import WebhookSender
@@ -61,6 +63,9 @@ def build_services(
     credit = services.add(CREDIT, CreditBook(db, settlements, settings.credit))
     log_writer = services.add(REQUEST_LOG, RequestLogWriter(db, spill_dir=settings.data_dir / "spill" / "request_logs"))
 
+    # Idempotency-Keys of the media host's creations (tasks, assets, uploads).
+    services.add(IDEMPOTENCY_KEYS, IdempotencyKeys(db, ttl_seconds=settings.tasks.idempotency_key_seconds))
+
     # Media files, the URL fetcher, provider assets.
     files = services.add(
         FILES,
@@ -85,6 +90,15 @@ def build_services(
     queue = services.add(
         TASK_QUEUE, build_queue(settings.effective_database_url, heartbeat_seconds=settings.tasks.lease_seconds)
     )
+    changes = services.add(
+        TASK_CHANGES,
+        TaskChanges(
+            db,
+            poll_seconds=settings.tasks.events_poll_seconds,
+            redis=services.redis,
+            prefix=settings.ratelimit_prefix,
+        ),
+    )
     tasks = services.add(
         TASKS,
         TaskService(
@@ -95,6 +109,7 @@ def build_services(
             settings=settings.tasks,
             url_for=files.signed_url,
             tier_limit=lambda tier: settings.tier(tier).concurrent_media_tasks,
+            changes=changes,
         ),
     )
     if settings.tasks.run_workers if task_workers is None else task_workers:
@@ -107,6 +122,7 @@ def build_services(
             settings=settings.tasks,
             outbox=tasks.outbox_row,
             on_terminal=sender.wake,
+            changes=changes,
         )
         services.add(
             TASK_WORKERS, TaskWorkers(engine=db, queue=queue, executor=executor, sender=sender, settings=settings.tasks)

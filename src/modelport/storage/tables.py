@@ -16,6 +16,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -261,10 +262,33 @@ media_tasks = Table(
     Column("key_id", String(40), nullable=True),  # the creating key (migration 0015)
     # The key's spend period the freeze was held in (key_spend); None: the key had no spend limit.
     Column("key_period_ms", BigInteger, nullable=True),
+    Column("progress", Integer, nullable=True),  # 0-100 while running (null: unknown), written at most every 0.5 s
+    Column("webhook_events", String(200), nullable=True),  # chosen events, comma-separated; null: the terminal ones
+    Column("result_retention_seconds", BigInteger, nullable=True),  # X-Result-Retention; null: the deployment's
     Index("ix_media_tasks_team_created", "team_id", "created_at_ms"),
     Index("ix_media_tasks_team_status", "team_id", "status"),
     Index("ix_media_tasks_status_lease", "status", "lease_until_ms"),
     Index("ix_media_tasks_created_id", "created_at_ms", "id"),  # the operator console's task list
+    Index("ix_media_tasks_status_created", "status", "created_at_ms"),  # a queued task's queue_position
+)
+
+# `Idempotency-Key`s of task creations, asset registrations and file uploads: the primary key makes concurrent
+# duplicates (any process) yield one operation. `pending` while its first request runs (a request that died
+# leaves it to `lease_until_ms`), `done` with the first answer's `data`; pruned after `expires_at_ms`.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("team_id", String(40), ForeignKey("teams.id"), nullable=False),
+    Column("key", String(255), nullable=False),
+    Column("fingerprint", String(64), nullable=False),  # sha256 of method, path, body hash (and webhook URL)
+    Column("owner", String(32), nullable=False),  # the request that holds it while pending
+    Column("state", String(8), nullable=False),  # pending | done
+    Column("response", Text, nullable=True),  # the first answer's `data`, JSON
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("lease_until_ms", BigInteger, nullable=False),
+    Column("expires_at_ms", BigInteger, nullable=False),
+    PrimaryKeyConstraint("team_id", "key"),
+    Index("ix_idempotency_keys_expires", "expires_at_ms"),
 )
 
 webhook_secrets = Table(

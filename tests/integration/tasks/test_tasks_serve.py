@@ -77,7 +77,17 @@ def test_task_lifecycle_real_pngs_balance_and_signed_webhook(
 
     task = wait_ended(server.media_url, team, [task_id])[task_id]
     assert task["status"] == "success", task
-    assert set(task) == {"status", "task_id", "model_id", "duration", "result", "result_expires_at"}
+    assert set(task) == {
+        "status",
+        "task_id",
+        "model_id",
+        "duration",
+        "result",
+        "result_expires_at",
+        "progress",
+        "queue_position",
+    }
+    assert (task["progress"], task["queue_position"]) == (100, None)
     assert task["result"]["metadata"]["image_count"] == 3
     ext = task["result"]["extensions"]
     assert ext["submit_time"] <= ext["end_time"] and task["duration"] >= 0

@@ -100,6 +100,18 @@ def catalog(base: str) -> str:
             entry("fake/video", "submit_poll", "0.05", "second", 60, dict(video_schema), name="poll-fake", **poll),
             entry("fake/video-slow", "submit_poll", "0.05", "second", 3, dict(video_schema), name="poll-fake", **poll),
             entry(
+                "fake/video-cancellable",
+                "submit_poll",
+                "0.05",
+                "second",
+                60,
+                dict(video_schema),
+                name="poll-fake",
+                progress_path="progress",
+                cancel_path="/v1/predictions/{id}/cancel",
+                **poll,
+            ),
+            entry(
                 "fake/video-limited",
                 "submit_poll",
                 "0.05",
@@ -355,3 +367,34 @@ async def test_concurrency_limit_holds_across_worker_processes(
     assert provider.max_active == 1
     claimed = {t["task_id"] for t in tasks}
     assert len(claimed) == 3
+
+
+async def test_provider_progress_is_mapped_and_a_cancel_reaches_the_provider(
+    client: httpx.AsyncClient, server: RunningServer, team: Team, provider: FakeMediaProvider
+) -> None:
+    before = await balance(client, server, team)
+    body = {"prompt": "a lighthouse to stop (never)", "duration": 2}
+    created = await client.post(f"{server.media_url}/fake/video-cancellable", json=body, headers=team.headers)
+    assert created.status_code == 200, created.text
+    task_id = created.json()["data"]["task_id"]
+    seen: list[int] = []
+    for _ in range(600):
+        data = (await client.get(f"{server.media_url}/api/v1/tasks/{task_id}", headers=team.headers)).json()["data"]
+        assert data["status"] in ("queued", "processing"), data
+        if data["progress"] is not None and data["progress"] not in seen:
+            seen.append(data["progress"])
+        if len(seen) >= 2:
+            break
+        await asyncio.sleep(0.1)
+    assert len(seen) >= 2 and seen == sorted(seen) and all(p % 10 == 0 for p in seen), seen  # the provider's
+
+    cancelled = await client.post(f"{server.media_url}/api/v1/tasks/{task_id}/cancel", headers=team.headers)
+    assert cancelled.status_code == 200 and cancelled.json()["data"]["status"] == "cancelled", cancelled.text
+    assert await balance(client, server, team) == before
+    for _ in range(100):
+        if [c for c in provider.calls("/cancel") if c.status == 200]:
+            break
+        await asyncio.sleep(0.1)
+    (call,) = [c for c in provider.calls("/cancel") if c.status == 200]
+    job = call.path.split("/")[3]
+    assert provider.jobs[job].prompt == body["prompt"]

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
@@ -15,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
+from modelport.media import idempotency
 from modelport.media.assets.service import ASSETS
 from modelport.web.body import read_body
 from modelport.web.deps import get_services, media_auth
@@ -40,14 +42,38 @@ _REGISTER_BODY: dict[str, Any] = {
                 }
             }
         },
-    }
+    },
+    "parameters": [
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+            "description": (
+                "The same key with the same body within 24 h answers the first asset again"
+                " (`Idempotent-Replayed: true`); with another body, 409"
+            ),
+        }
+    ],
 }
 
 
 @router.post(PREFIX, summary="Register a media URL with the provider's asset library", openapi_extra=_REGISTER_BODY)
 async def register_asset(request: Request, provider: str, auth: AuthContext = Depends(media_auth)) -> Response:
-    service = get_services(request)[ASSETS]
-    return ok(await service.register(auth.team_id, provider, await _small_body(request)))
+    services = get_services(request)
+    service = services[ASSETS]
+    key = idempotency.key_of(request.headers.get(idempotency.HEADER))
+    body = await _small_body(request)
+    if key is None:
+        return ok(await service.register(auth.team_id, provider, body))
+    print_ = idempotency.fingerprint("POST", request.url.path, hashlib.sha256(body).hexdigest())
+    return await idempotency.once(
+        services[idempotency.IDEMPOTENCY_KEYS],
+        auth.team_id,
+        key,
+        print_,
+        lambda: service.register(auth.team_id, provider, body),
+    )
 
 
 async def _small_body(request: Request) -> bytes:

@@ -8,8 +8,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import logging
-from typing import Any
+import tempfile
+from collections.abc import AsyncIterator
+from typing import IO, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends
@@ -18,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 
 from modelport.accounts.auth import AuthContext
 from modelport.errors import NotFound, PayloadTooLarge
+from modelport.media import idempotency
 from modelport.media.files.multipart import BODY_OVERHEAD_BYTES, FormFileReader, multipart_boundary
 from modelport.media.files.ranges import parse_range
 from modelport.media.files.repository import FileRecord
@@ -42,26 +47,66 @@ _UPLOAD_BODY: dict[str, Any] = {
                 }
             }
         },
-    }
+    },
+    "parameters": [
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+            "description": (
+                "The same key with the same body within 24 h answers the first file again"
+                " (`Idempotent-Replayed: true`, nothing stored twice); with another body, 409"
+            ),
+        }
+    ],
 }
 
 
 @router.post("/api/v1/media/files", summary="Upload one image, video or audio file", openapi_extra=_UPLOAD_BODY)
 async def upload_file(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
-    service = get_services(request)[FILES]
+    services = get_services(request)
+    service = services[FILES]
     boundary = multipart_boundary(request.headers.get("content-type"))
     max_body = service.settings.max_upload_bytes + BODY_OVERHEAD_BYTES
     counts_for_itself(request)  # the reader below counts the bytes as they arrive
     declared = declared_length(request.scope)
     if declared is not None and declared > max_body:
         # Certain to be over the limit: refuse before reading a byte.
-        raise PayloadTooLarge(
-            f"the upload exceeds the limit of {service.settings.max_upload_bytes} bytes",
-            headers={"Connection": "close"},
-        )
-    reader = FormFileReader(request.stream(), boundary, field="file", max_body_bytes=max_body)
-    view = await service.upload(auth.team_id, reader, lambda: reader.filename)
-    return ok(view)
+        raise PayloadTooLarge(f"the upload exceeds the limit of {service.settings.max_upload_bytes} bytes")
+    key = idempotency.key_of(request.headers.get(idempotency.HEADER))
+    if key is None:
+        reader = FormFileReader(request.stream(), boundary, field="file", max_body_bytes=max_body)
+        return ok(await service.upload(auth.team_id, reader, lambda: reader.filename))
+    # With a key, the body's hash decides whether it is the same request: the body is read (and hashed)
+    # into a temporary file first, then stored from there like any upload.
+    with tempfile.TemporaryFile() as spool:
+        digest = await _spool(request, spool, max_body, service.settings.max_upload_bytes)
+        print_ = idempotency.fingerprint("POST", request.url.path, digest)
+
+        async def upload() -> dict[str, Any]:
+            reader = FormFileReader(_read_back(spool), boundary, field="file", max_body_bytes=max_body)
+            return await service.upload(auth.team_id, reader, lambda: reader.filename)
+
+        return await idempotency.once(services[idempotency.IDEMPOTENCY_KEYS], auth.team_id, key, print_, upload)
+
+
+async def _spool(request: Request, spool: IO[bytes], max_body: int, max_upload: int) -> str:
+    digest = hashlib.sha256()
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_body:
+            raise PayloadTooLarge(f"the upload exceeds the limit of {max_upload} bytes")
+        digest.update(chunk)
+        await asyncio.to_thread(spool.write, chunk)
+    return digest.hexdigest()
+
+
+async def _read_back(spool: IO[bytes]) -> AsyncIterator[bytes]:
+    spool.seek(0)
+    while chunk := await asyncio.to_thread(spool.read, 256 * 1024):
+        yield chunk
 
 
 @router.get("/api/v1/media/files", summary="List the team's files that have not expired, newest first")

@@ -26,7 +26,16 @@ from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.inputs import InputUnavailable, read_input
-from modelport.media.tasks.models import InputError, RenderedFile, TaskModel, load_runner
+from modelport.media.tasks.live import TaskChanges
+from modelport.media.tasks.models import (
+    InputError,
+    RenderControl,
+    RenderedFile,
+    RenderStopped,
+    TaskModel,
+    load_runner,
+    run_controlled,
+)
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import OutboxRow, StoredFile, TaskRow
 from modelport.media.tasks.upstream.client import UpstreamFailed
@@ -49,8 +58,10 @@ class TaskExecutor:
         settings: TasksSettings,
         outbox: Callable[[TaskRow], OutboxRow | None],
         on_terminal: Callable[[], None],
+        changes: TaskChanges | None = None,
     ) -> None:
         self._engine = engine
+        self._changes = changes
         self._catalog = catalog
         self._store = store
         self._fetcher = fetcher
@@ -96,7 +107,13 @@ class TaskExecutor:
         )
         if ended is not None:
             self._on_terminal()
+            await self._publish(task_id)
         return ended
+
+    async def _publish(self, task_id: str) -> None:
+        """A committed change of the task's row: wake live status streams (Redis; local waiters)."""
+        if self._changes is not None:
+            await self._changes.publish(task_id)
 
     async def fail_past_deadline(self, task_id: str) -> None:
         ended = await repo.finish_failure(
@@ -111,15 +128,22 @@ class TaskExecutor:
         if ended is not None:
             log.warning("task %s failed: deadline passed", task_id)
             self._on_terminal()
+            await self._publish(task_id)
 
     async def handle(self, task_id: str) -> None:
         engine = self._engine
         task = await repo.claim(
-            engine, task_id, lease_ms=self._lease_ms, max_attempts=self._settings.max_attempts, worker=self.worker_id
+            engine,
+            task_id,
+            lease_ms=self._lease_ms,
+            max_attempts=self._settings.max_attempts,
+            worker=self.worker_id,
+            outbox=self._outbox,
         )
         if task is None:
             await self._unclaimable(task_id)
             return
+        await self._publish(task_id)
         if tracing.on():
             await self._traced_run(task)
         else:
@@ -146,13 +170,14 @@ class TaskExecutor:
         engine = self._engine
         task_id = task.id
         run = task.attempts
-        async with self._lease(task_id, run) as lost:
+        control = RenderControl()
+        async with self._lease(task, control) as lost:
             try:
-                files, cost, metadata = await self._run(task, lost)
+                files, cost, metadata = await self._run(task, lost, control)
             except asyncio.CancelledError:
                 raise
             except _LeaseLost:
-                log.warning("task %s run %d lost its lease; another worker has it", task_id, run)
+                log.warning("task %s run %d stopped: cancelled, past its deadline or taken over", task_id, run)
                 return
             except _TaskError as exc:
                 await self.fail(task_id, exc.code, exc.message, run=run)
@@ -161,7 +186,8 @@ class TaskExecutor:
                 log.exception("task %s run %d crashed", task_id, run)
                 await self.fail(task_id, "internal_error", f"the model failed: {type(exc).__name__}", run=run)
                 return
-        expires = now_ms() + self._settings.result_retention_seconds * 1000
+        retention = task.result_retention_seconds or self._settings.result_retention_seconds
+        expires = now_ms() + retention * 1000
         try:
             ended = await repo.finish_success(
                 engine,
@@ -182,6 +208,7 @@ class TaskExecutor:
             await self._discard(files)
             return
         self._on_terminal()
+        await self._publish(task_id)
 
     async def _unclaimable(self, task_id: str) -> None:
         """The claim failed: the task ended, another worker holds it, or it must fail now."""
@@ -199,16 +226,18 @@ class TaskExecutor:
                 f"the task was started {task.attempts} times without finishing (its workers stopped)",
             )
 
-    async def _run(self, task: TaskRow, lost: asyncio.Event) -> tuple[list[StoredFile], int, dict[str, object]]:
+    async def _run(
+        self, task: TaskRow, lost: asyncio.Event, control: RenderControl
+    ) -> tuple[list[StoredFile], int, dict[str, object]]:
         model = next((m for m in (await self._catalog.get()).media if m.slug == task.model_id), None)
         if model is not None and model.upstream is not None:
-            outputs = await self._upstream_outputs(model, task, lost)
+            outputs = await self._upstream_outputs(model, task, lost, control)
             default_units = upstream_units(model, task.input)
         else:
             task_model = await load_runner(model.runner) if model is not None else None
             if model is None or task_model is None:
                 raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
-            outputs = await self._render(task_model, task, lost)
+            outputs = await self._render(task_model, task, lost, control)
             default_units = task_model.units(task.input)
         if lost.is_set():
             raise _LeaseLost()
@@ -229,7 +258,9 @@ class TaskExecutor:
             metadata["image_count"] = sum(1 for f in files if f.type == "image")
         return files, cost, metadata
 
-    async def _render(self, task_model: TaskModel, task: TaskRow, lost: asyncio.Event) -> list[RenderedFile]:
+    async def _render(
+        self, task_model: TaskModel, task: TaskRow, lost: asyncio.Event, control: RenderControl
+    ) -> list[RenderedFile]:
         inputs: dict[str, bytes] = {}
         for field in task_model.url_fields:
             value = task.input.get(field)
@@ -242,25 +273,37 @@ class TaskExecutor:
                     raise _TaskError("input_unavailable", exc.message) from exc
         loop = asyncio.get_running_loop()
         work = functools.partial(task_model.render, task.input, task.seed, inputs)
-        render = asyncio.create_task(_awaited(loop.run_in_executor(self._render_pool(), work)))
+        render = asyncio.create_task(_awaited(loop.run_in_executor(self._render_pool(), run_controlled, control, work)))
+        render.add_done_callback(_retrieve)
         watch = asyncio.create_task(lost.wait())
         try:
             await asyncio.wait({render, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             watch.cancel()
-        if not render.done():
-            # The thread cannot be interrupted; let it finish in the background and drop its output.
+        if not render.done() or lost.is_set():
+            # The model sees the stop at its next progress report (between frames, sentences, images) and
+            # its thread ends there; the output of a render that finished anyway is dropped.
+            control.stop.set()
             raise _LeaseLost()
         try:
             outputs = render.result()
+        except RenderStopped as exc:
+            raise _LeaseLost() from exc
         except InputError as exc:
             raise _TaskError("invalid_input", str(exc)) from exc
         return outputs
 
-    async def _upstream_outputs(self, model: MediaModel, task: TaskRow, lost: asyncio.Event) -> list[RenderedFile]:
+    async def _upstream_outputs(
+        self, model: MediaModel, task: TaskRow, lost: asyncio.Event, control: RenderControl
+    ) -> list[RenderedFile]:
         """The provider's outputs; unlike a render thread, the calls stop at once when the run loses its task
-        (lease taken over, deadline passed, cancelled), freeing the provider slot."""
-        call = asyncio.create_task(self._upstream.run(model, task))
+        (lease taken over, deadline passed, cancelled), freeing the provider slot (and a submit-and-poll
+        provider with a `cancel_path` gets its cancel call). Its reported progress goes to `control`."""
+
+        def report(fraction: float) -> None:
+            control.fraction = fraction
+
+        call = asyncio.create_task(self._upstream.run(model, task, report))
         watch = asyncio.create_task(lost.wait())
         try:
             await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -304,33 +347,82 @@ class TaskExecutor:
         )
 
     @contextlib.asynccontextmanager
-    async def _lease(self, task_id: str, run: int) -> AsyncIterator[asyncio.Event]:
-        """Renew the run's lease every third of its length; set the event if the run lost the task."""
+    async def _lease(self, task: TaskRow, control: RenderControl) -> AsyncIterator[asyncio.Event]:
+        """While the run goes: renew its lease every third of its length, write the progress the model
+        reports (at most every `progress_interval_seconds`), and watch the row; set the event once the run
+        no longer owns the task (cancelled, past its deadline, taken over), so the render stops."""
         lost = asyncio.Event()
+        run = task.attempts
 
         async def renew() -> None:
             while True:
                 await asyncio.sleep(self._settings.lease_seconds / 3)
                 try:
-                    owned = await repo.renew(self._engine, task_id, run, lease_ms=self._lease_ms)
+                    owned = await repo.renew(self._engine, task.id, run, lease_ms=self._lease_ms)
                 except Exception:
-                    log.exception("task %s: lease renewal failed; retrying", task_id)
+                    log.exception("task %s: lease renewal failed; retrying", task.id)
                     continue
                 if not owned:
                     lost.set()
                     return
 
         renewer = asyncio.create_task(renew())
+        watcher = asyncio.create_task(self._watch(task, control, lost))
         try:
             yield lost
         finally:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+            for job in (renewer, watcher):
+                job.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await job
+            if lost.is_set():
+                control.stop.set()
+
+    async def _watch(self, task: TaskRow, control: RenderControl, lost: asyncio.Event) -> None:
+        """Every `progress_interval_seconds`: write a changed progress (a lost compare-and-swap means the run
+        lost the task), else read the row's status; fail the task once its deadline passed."""
+        interval = self._settings.progress_interval_seconds
+        chosen = task.webhook_url is not None and "task.progress" in (task.webhook_events or ())
+        written: int | None = None
+        last_hook = 0.0
+        loop = asyncio.get_running_loop()
+        while not lost.is_set():
+            await asyncio.sleep(interval)
+            try:
+                if task.deadline_ms <= now_ms():
+                    await self.fail_past_deadline(task.id)
+                    lost.set()
+                    return
+                fraction = control.fraction
+                percent = None if fraction is None else min(99, int(fraction * 100))
+                if percent is not None and percent != written:
+                    hook = chosen and loop.time() - last_hook >= self._settings.progress_webhook_seconds
+                    outbox = self._outbox if hook else None
+                    if not await repo.set_progress(self._engine, task.id, task.attempts, percent, outbox=outbox):
+                        lost.set()
+                        return
+                    written = percent
+                    await self._publish(task.id)
+                    if hook:
+                        last_hook = loop.time()
+                        self._on_terminal()  # wakes the webhook sender
+                else:
+                    state = await repo.run_state(self._engine, task.id)
+                    if state != ("processing", task.attempts):
+                        lost.set()
+                        return
+            except Exception:
+                log.exception("task %s: progress watch failed; retrying", task.id)
 
 
 async def _awaited(future: asyncio.Future[list[RenderedFile]]) -> list[RenderedFile]:
     return await future
+
+
+def _retrieve(render: asyncio.Task[list[RenderedFile]]) -> None:
+    """A render abandoned on a stop ends with `RenderStopped`: nobody awaits it, so mark it seen."""
+    if not render.cancelled():
+        render.exception()
 
 
 class _LeaseLost(Exception):

@@ -16,7 +16,7 @@ finish the task a second time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,6 +34,8 @@ from modelport.storage.tables import media_files, media_tasks, teams, webhook_de
 UNFINISHED = ("queued", "processing")
 TERMINAL = ("success", "failed", "cancelled")
 HOLD_KIND = "task_hold"
+# PostgreSQL NOTIFY channel of task row changes (payload: the task id).
+TASK_CHANNEL = "modelport_tasks"
 RELEASE_KIND = "task_release"
 
 
@@ -62,6 +64,9 @@ class TaskRow:
     trace_parent: str | None = None
     key_id: str | None = None
     key_period_ms: int | None = None  # the key's spend period the freeze is also held in (None: no limit)
+    progress: int | None = None
+    webhook_events: tuple[str, ...] | None = None  # None: the terminal events
+    result_retention_seconds: int | None = None  # None: the deployment's
 
 
 def _row(r: Row[Any]) -> TaskRow:
@@ -89,6 +94,9 @@ def _row(r: Row[Any]) -> TaskRow:
         trace_parent=r.trace_parent,
         key_id=r.key_id,
         key_period_ms=None if r.key_period_ms is None else int(r.key_period_ms),
+        progress=None if r.progress is None else int(r.progress),
+        webhook_events=tuple(r.webhook_events.split(",")) if r.webhook_events else None,
+        result_retention_seconds=None if r.result_retention_seconds is None else int(r.result_retention_seconds),
     )
 
 
@@ -106,16 +114,26 @@ class NewTask:
     trace_parent: str | None = None
     key_id: str | None = None
     key: KeyHold | None = None  # the creating key's spend limit, held in the same transaction
+    webhook_events: tuple[str, ...] | None = None
+    result_retention_seconds: int | None = None
 
 
-CreateOutcome = Literal["created", "insufficient_balance", "key_budget_exceeded", "too_many_tasks"]
+CreateOutcome = Literal["created", "insufficient_balance", "key_budget_exceeded", "too_many_tasks", "claim_lost"]
 
 
-async def create(engine: AsyncEngine, task: NewTask, *, max_unfinished: int) -> tuple[CreateOutcome, int]:
+async def create(
+    engine: AsyncEngine,
+    task: NewTask,
+    *,
+    max_unfinished: int,
+    on_insert: Callable[[AsyncConnection, TaskRow], Awaitable[bool]] | None = None,
+) -> tuple[CreateOutcome, int]:
     """Insert the task and freeze its price in one transaction; `(outcome, unfinished task count)`.
 
     The team row is locked first (PostgreSQL `FOR UPDATE`; SQLite's `BEGIN IMMEDIATE` locks the database),
-    so the count of unfinished tasks and the insert cannot interleave with another creation of the team."""
+    so the count of unfinished tasks and the insert cannot interleave with another creation of the team.
+    `on_insert` runs in the same transaction with the new row (an Idempotency-Key's answer is recorded
+    there); False rolls everything back (`claim_lost`)."""
     async with engine.begin() as conn:
         lock = select(teams.c.id).where(teams.c.id == task.team_id)
         if conn.dialect.name == "postgresql":
@@ -141,24 +159,29 @@ async def create(engine: AsyncEngine, task: NewTask, *, max_unfinished: int) -> 
         ):
             await conn.rollback()
             return "key_budget_exceeded", unfinished
-        await conn.execute(
-            insert(media_tasks).values(
-                id=task.id,
-                team_id=task.team_id,
-                model_id=task.model_id,
-                status="queued",
-                input=task.input,
-                seed=task.seed,
-                frozen_micros=task.price_micros,
-                webhook_url=task.webhook_url,
-                attempts=0,
-                deadline_ms=task.deadline_ms,
-                created_at_ms=task.created_at_ms,
-                trace_parent=task.trace_parent,
-                key_id=task.key_id,
-                key_period_ms=None if task.key is None else task.key.period_ms,
-            )
+        statement = insert(media_tasks).values(
+            id=task.id,
+            team_id=task.team_id,
+            model_id=task.model_id,
+            status="queued",
+            input=task.input,
+            seed=task.seed,
+            frozen_micros=task.price_micros,
+            webhook_url=task.webhook_url,
+            attempts=0,
+            deadline_ms=task.deadline_ms,
+            created_at_ms=task.created_at_ms,
+            trace_parent=task.trace_parent,
+            webhook_events=",".join(task.webhook_events) if task.webhook_events else None,
+            result_retention_seconds=task.result_retention_seconds,
+            key_id=task.key_id,
+            key_period_ms=None if task.key is None else task.key.period_ms,
         )
+        if on_insert is None:
+            await conn.execute(statement)
+        elif not await on_insert(conn, _row((await conn.execute(statement.returning(*media_tasks.c))).one())):
+            await conn.rollback()
+            return "claim_lost", unfinished
     TASKS_CREATED.labels(task.model_id).inc()
     return "created", unfinished + 1
 
@@ -216,10 +239,19 @@ async def list_page(
 # -- a run ------------------------------------------------------------------------------------------------
 
 
-async def claim(engine: AsyncEngine, task_id: str, *, lease_ms: int, max_attempts: int, worker: str) -> TaskRow | None:
+async def claim(
+    engine: AsyncEngine,
+    task_id: str,
+    *,
+    lease_ms: int,
+    max_attempts: int,
+    worker: str,
+    outbox: Callable[[TaskRow], OutboxRow | None] | None = None,
+) -> TaskRow | None:
     """Start a run: `queued`, or `processing` whose lease ran out (its worker died), becomes `processing`
     with a new lease and `attempts + 1`. None when another worker holds it, it has ended, its attempts are
-    used up or its deadline passed (the caller then checks whether to fail it)."""
+    used up or its deadline passed (the caller then checks whether to fail it). The first run writes the
+    `task.started` webhook row (when the creator chose it) in the same transaction."""
     now = now_ms()
     stmt = (
         update(media_tasks)
@@ -243,7 +275,73 @@ async def claim(engine: AsyncEngine, task_id: str, *, lease_ms: int, max_attempt
     )
     async with engine.begin() as conn:
         row = (await conn.execute(stmt)).first()
-    return None if row is None else _row(row)
+        if row is None:
+            return None
+        task = _row(row)
+        if task.attempts == 1 and outbox is not None:
+            await _insert_outbox(conn, task, outbox)
+        await notify_in(conn, task.id)
+    return task
+
+
+async def run_state(engine: AsyncEngine, task_id: str) -> tuple[str, int] | None:
+    """`(status, attempts)` of a task: what a running worker compares with its own run."""
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(select(media_tasks.c.status, media_tasks.c.attempts).where(media_tasks.c.id == task_id))
+        ).first()
+    return None if row is None else (str(row.status), int(row.attempts))
+
+
+async def set_progress(
+    engine: AsyncEngine,
+    task_id: str,
+    run: int,
+    progress: int,
+    *,
+    outbox: Callable[[TaskRow], OutboxRow | None] | None = None,
+) -> bool:
+    """Record run `run`'s progress (and, when `outbox` is given, a `task.progress` webhook row if the creator
+    chose it); False when the run no longer owns the task (cancelled, past its deadline, taken over)."""
+    async with engine.begin() as conn:
+        row = (
+            await conn.execute(
+                update(media_tasks)
+                .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
+                .values(progress=progress)
+                .returning(*media_tasks.c)
+            )
+        ).first()
+        if row is None:
+            return False
+        task = _row(row)
+        if outbox is not None:
+            await _insert_outbox(conn, task, outbox)
+        await notify_in(conn, task_id)
+    return True
+
+
+async def queue_position(engine: AsyncEngine, task: TaskRow) -> int:
+    async with engine.connect() as conn:
+        return await queue_position_in(conn, task)
+
+
+async def queue_position_in(conn: AsyncConnection, task: TaskRow) -> int:
+    """1 + the queued tasks (all teams) created before this one: workers take the oldest first."""
+    ahead = (
+        await conn.execute(
+            select(func.count())
+            .select_from(media_tasks)
+            .where(
+                media_tasks.c.status == "queued",
+                or_(
+                    media_tasks.c.created_at_ms < task.created_at_ms,
+                    and_(media_tasks.c.created_at_ms == task.created_at_ms, media_tasks.c.id < task.id),
+                ),
+            )
+        )
+    ).scalar_one()
+    return int(ahead) + 1
 
 
 async def renew(engine: AsyncEngine, task_id: str, run: int, *, lease_ms: int) -> bool:
@@ -303,6 +401,7 @@ async def finish_success(
                     ended_at_ms=now,
                     result_expires_at_ms=result_expires_at_ms,
                     lease_until_ms=None,
+                    progress=100,
                     cost_micros=func.least(media_tasks.c.frozen_micros, cost_micros)
                     if conn.dialect.name == "postgresql"
                     else func.min(media_tasks.c.frozen_micros, cost_micros),
@@ -393,6 +492,18 @@ async def _settle_and_notify(
     )
     if task.key_id is not None and task.key_period_ms is not None:  # after the team's row: the lock order
         await key_budget.settle_in(conn, [(task.key_id, task.key_period_ms, task.frozen_micros, cost)])
+    await _insert_outbox(conn, task, outbox)
+    await notify_in(conn, task.id)
+
+
+async def notify_in(conn: AsyncConnection, task_id: str) -> None:
+    """On PostgreSQL, tell listening processes (live status streams) that the task's row changed; the
+    notification is delivered at commit, so a listener always reads the new row."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(select(func.pg_notify(TASK_CHANNEL, task_id)))
+
+
+async def _insert_outbox(conn: AsyncConnection, task: TaskRow, outbox: Callable[[TaskRow], OutboxRow | None]) -> None:
     if task.webhook_url is None:
         return
     event = outbox(task)

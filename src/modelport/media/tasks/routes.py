@@ -3,23 +3,32 @@
 - `POST /{provider}/{model}` (and the older `/{provider}/{model}/async`)  create a task (spec: Create model task)
 - `GET  /api/v1/tasks/{task_id}`            one task (spec: Get task)
 - `GET  /api/v1/tasks`                      the team's tasks, newest first, filtered and paged
-- `POST /api/v1/tasks/{task_id}/cancel`     cancel a queued task (its price is released)
+- `POST /api/v1/tasks/{task_id}/cancel`     cancel a queued or running task (its price is released)
+- `GET  /api/v1/tasks/{task_id}/events`     the task's live status (text/event-stream)
 - `GET  /api/v1/tasks/{task_id}/webhooks`   the task's webhook deliveries and every attempt
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import functools
+import hashlib
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Depends
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from modelport.accounts.auth import AuthContext
-from modelport.errors import NotFound
-from modelport.media.tasks.service import MAX_PAGE, STATUSES, TASKS
+from modelport.errors import InvalidParameters, NotFound
+from modelport.media import idempotency
+from modelport.media.tasks.repository import TERMINAL
+from modelport.media.tasks.service import MAX_PAGE, STATUSES, TASKS, TaskHeaders, TaskService
 from modelport.media.webhooks import outbox
+from modelport.services import Services
 from modelport.web.body import read_body
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
@@ -52,9 +61,81 @@ _CREATE_DOC: dict[str, Any] = {
             "required": False,
             "schema": {"type": "string", "format": "uri", "maxLength": 2048},
             "description": "https URL that receives the signed task event when the task ends",
-        }
+        },
+        {
+            "name": "X-Webhook-Events",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "example": "task.started,task.progress,task.succeeded"},
+            "description": (
+                "Comma-separated events sent to X-Webhook-URL, any of task.started, task.progress (at most every"
+                " 2 s), task.succeeded, task.failed, task.cancelled. Default: the three terminal ones"
+            ),
+        },
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+            "description": (
+                "1-255 printable ASCII characters. The same key with the same request (path, body and the X-"
+                " headers of a task) within 24 h answers the first task again, with `Idempotent-Replayed: true`;"
+                " the same key with another request is a 409"
+            ),
+        },
+        {
+            "name": "Prefer",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "example": "wait=30"},
+            "description": (
+                "`wait=N` (1-60): answer when the task ends or after N seconds, whichever comes first"
+                " (`Preference-Applied: wait=N`)"
+            ),
+        },
+        {
+            "name": "X-Task-Timeout",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 1},
+            "description": (
+                "Seconds (at most the model's own deadline): a task not ended by then fails with"
+                " `deadline_exceeded`, refunded, whether it was queued or running"
+            ),
+        },
+        {
+            "name": "X-Result-Retention",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 60},
+            "description": (
+                "Seconds the result files and their URLs live (60 to the deployment's maximum, 7 days by default)"
+            ),
+        },
     ],
+    "responses": {
+        "200": {
+            "description": "The task (queued, or as it is after `Prefer: wait`)",
+            "headers": {
+                "Idempotent-Replayed": {
+                    "schema": {"type": "string", "enum": ["true"]},
+                    "description": "the answer of an earlier request with the same Idempotency-Key",
+                },
+                "Preference-Applied": {"schema": {"type": "string"}, "description": "`wait=N` when it was applied"},
+            },
+        },
+        "409": {"description": "Idempotency-Key already used for another request (or its request still runs)"},
+    },
 }
+_EVENTS_DOC: dict[str, Any] = {
+    "description": (
+        "Server-sent events: `event: task` with the Task (as `GET /api/v1/tasks/{task_id}` returns it in `data`)"
+        " at once and on every change of its status, progress or queue position; a comment line every 15 s;"
+        " the stream ends after the task's terminal state."
+    ),
+    "responses": {"200": {"description": "The event stream", "content": {"text/event-stream": {}}}},
+}
+MAX_WAIT_SECONDS = 60
 
 
 async def _body(request: Request) -> bytes:
@@ -89,9 +170,21 @@ async def get_task(request: Request, task_id: str, auth: AuthContext = Depends(m
     return ok(await get_services(request)[TASKS].view(auth.team_id, task_id))
 
 
-@router.post("/api/v1/tasks/{task_id}/cancel", summary="Cancel a queued media task")
+@router.post("/api/v1/tasks/{task_id}/cancel", summary="Cancel a queued or running media task")
 async def cancel_task(request: Request, task_id: str, auth: AuthContext = Depends(media_auth)) -> Response:
     return ok(await get_services(request)[TASKS].cancel(auth.team_id, task_id))
+
+
+@router.get("/api/v1/tasks/{task_id}/events", summary="Live status of a media task", openapi_extra=_EVENTS_DOC)
+async def task_events(request: Request, task_id: str, auth: AuthContext = Depends(media_auth)) -> Response:
+    services = get_services(request)
+    service = services[TASKS]
+    await service.get(auth.team_id, task_id)  # 404 before the stream starts
+    return StreamingResponse(
+        service.events(auth.team_id, task_id, lambda: services.draining),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 @router.get("/api/v1/tasks/{task_id}/webhooks", summary="Webhook deliveries of a task, with every attempt")
@@ -120,20 +213,87 @@ async def _create(request: Request, provider: str, model: str, auth: AuthContext
     slug = f"{provider}/{model}"
     if not auth.may_use(slug):
         raise NotFound(f"model {slug!r} does not exist")  # as unknown to this key: the service's own 404
-    headers = await enforce_key_rpm(services, auth)
-    data = await service.create(
+    rate_headers = await enforce_key_rpm(services, auth)
+    response = await _create_once(request, services, service, slug, auth)
+    response.headers.update(rate_headers)
+    return response
+
+
+async def _create_once(
+    request: Request, services: Services, service: TaskService, slug: str, auth: AuthContext
+) -> Response:
+    """Create the task, or answer again what an earlier request with the same `Idempotency-Key` got."""
+    key = idempotency.key_of(request.headers.get(idempotency.HEADER))
+    wait = _wait_seconds(request.headers.get("prefer"))
+    headers = TaskHeaders(
+        webhook_url=request.headers.get("x-webhook-url"),
+        webhook_events=request.headers.get("x-webhook-events"),
+        timeout=request.headers.get("x-task-timeout"),
+        result_retention=request.headers.get("x-result-retention"),
+    )
+    body = await _body(request)
+    create = functools.partial(
+        service.create,
         team_id=auth.team_id,
         tier=auth.tier,
         slug=slug,
-        body=await _body(request),
-        webhook_url=request.headers.get("x-webhook-url"),
+        body=body,
+        headers=headers,
         traceparent=request.headers.get("traceparent"),
         key_id=auth.key_id,
         key_limits=auth.limits,
     )
+    if key is None:
+        data = await create()
+    else:
+        print_ = idempotency.fingerprint(
+            "POST",
+            request.url.path,
+            hashlib.sha256(body).hexdigest(),
+            *(value or "" for value in dataclasses.astuple(headers)),
+        )
+        keys = services[idempotency.IDEMPOTENCY_KEYS]
+        got = await keys.claim(auth.team_id, key, print_)
+        if isinstance(got, idempotency.Replay):
+            if wait is None:
+                return got.response()
+            # A retried call that asked to wait waits too: for the same task, answered as it is then.
+            waited = await _waited(service, auth.team_id, orjson.loads(got.data), wait)
+            waited.headers["Idempotent-Replayed"] = "true"
+            return waited
+        try:
+            data = await create(idempotency=(keys, got))
+        except BaseException:
+            await asyncio.shield(keys.release(got))
+            raise
+    if wait is None:
+        return ok(data)
+    return await _waited(service, auth.team_id, data, wait)
+
+
+async def _waited(service: TaskService, team_id: str, data: dict[str, Any], wait: int) -> Response:
+    if data["status"] not in TERMINAL:
+        data = await service.wait_view(team_id, data["task_id"], wait)
     response = ok(data)
-    response.headers.update(headers)
+    response.headers["Preference-Applied"] = f"wait={wait}"
     return response
+
+
+def _wait_seconds(prefer: str | None) -> int | None:
+    """`wait=N` of a `Prefer` header (RFC 7240; other preferences are ignored); 400 unless 1 <= N <= 60."""
+    if prefer is None:
+        return None
+    for preference in prefer.split(","):
+        name, _, value = preference.split(";")[0].strip().partition("=")
+        if name.strip().lower() != "wait":
+            continue
+        value = value.strip().strip('"')
+        if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_WAIT_SECONDS:
+            raise InvalidParameters(
+                f"Prefer: wait must be a whole number of seconds from 1 to {MAX_WAIT_SECONDS}", param="Prefer"
+            )
+        return int(value)
+    return None
 
 
 # Without these, any other method on a two-segment path would answer 405 (the POST route matches the path).

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport import tracing
 from modelport.accounts.limits import KeyLimits
@@ -25,8 +27,10 @@ from modelport.catalog_spec import MediaModel
 from modelport.clock import now_ms
 from modelport.errors import Conflict, InsufficientQuota, InvalidFormat, InvalidParameters, NotFound, RequestLimited
 from modelport.ids import new_id
+from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.inputs import check_input_url
+from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.models import load_runner
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import ListFilter, OutboxRow, TaskRow
@@ -45,6 +49,9 @@ MAX_PAGE = 100
 MAX_WEBHOOK_URL = 2048
 STATUSES = ("queued", "processing", "success", "failed", "cancelled")
 EVENT_TYPES = {"success": "task.succeeded", "failed": "task.failed", "cancelled": "task.cancelled"}
+# What `X-Webhook-Events` may choose from; without it a task's webhook gets the terminal ones.
+WEBHOOK_EVENTS = ("task.started", "task.progress", "task.succeeded", "task.failed", "task.cancelled")
+MIN_RESULT_RETENTION = 60
 # How long a client over its concurrency limit is told to wait before retrying.
 RETRY_AFTER_SECONDS = 5
 TASKS: ServiceKey[TaskService] = ServiceKey("media tasks")
@@ -81,11 +88,11 @@ def validate_input(model: MediaModel, body: Any) -> dict[str, Any]:
     raise InvalidParameters(f"{name}: {error.message}", param=name)
 
 
-def event_payload(task: TaskRow, url_for: UrlFor) -> str:
+def event_payload(task: TaskRow, url_for: UrlFor, event_type: str | None = None) -> str:
     """The Standard Webhooks payload: `type`, `timestamp` (ISO 8601), `data` (the Task as GET returns it)."""
     when = datetime.fromtimestamp((task.ended_at_ms or now_ms()) / 1000, tz=UTC)
     body = {
-        "type": EVENT_TYPES[task.status],
+        "type": event_type or EVENT_TYPES[task.status],
         "timestamp": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "data": task_view(task, url_for),
     }
@@ -103,8 +110,10 @@ class TaskService:
         settings: TasksSettings,
         url_for: UrlFor,
         tier_limit: Callable[[str], int],
+        changes: TaskChanges | None = None,
     ) -> None:
         self.engine = engine
+        self.changes = changes or TaskChanges(engine, poll_seconds=settings.events_poll_seconds)
         self.catalog = catalog
         self.queue = queue
         self.fetcher = fetcher
@@ -112,16 +121,25 @@ class TaskService:
         self.url_for = url_for
         self._tier_limit = tier_limit
 
-    # -- outbox rows for terminal transitions ------------------------------------------------------------
+    # -- outbox rows for terminal transitions (and the running events a creator chose) --------------------
 
     def outbox_row(self, task: TaskRow) -> OutboxRow | None:
-        if task.status not in EVENT_TYPES:
+        """The webhook row of the task's current state: its terminal event, or `task.started` /
+        `task.progress` while `processing`; None when the task's creator did not choose that event."""
+        if task.status in EVENT_TYPES:
+            event = EVENT_TYPES[task.status]
+        elif task.status == "processing":
+            event = "task.progress" if task.progress is not None else "task.started"
+        else:
             return None
-        give_up = task.result_expires_at_ms or (now_ms() + self.settings.result_retention_seconds * 1000)
+        if event not in (task.webhook_events or EVENT_TYPES.values()):
+            return None
+        retention = task.result_retention_seconds or self.settings.result_retention_seconds
+        give_up = task.result_expires_at_ms or (now_ms() + retention * 1000)
         return OutboxRow(
             id="msg_" + secrets.token_hex(16),
-            event_type=EVENT_TYPES[task.status],
-            payload=event_payload(task, self.url_for),
+            event_type=event,
+            payload=event_payload(task, self.url_for, event),
             give_up_at_ms=give_up,
         )
 
@@ -154,6 +172,29 @@ class TaskService:
             raise InvalidParameters(f"X-Webhook-URL cannot be used: {exc.detail}", param="X-Webhook-URL") from exc
         return url
 
+    async def check_options(self, model: MediaModel, headers: TaskHeaders) -> TaskOptions:
+        """The optional creation headers, each checked (400 naming the header)."""
+        webhook = await self.check_webhook_url(headers.webhook_url)
+        events: tuple[str, ...] | None = None
+        if headers.webhook_events is not None:
+            names = [n.strip() for n in headers.webhook_events.split(",") if n.strip()]
+            unknown = [n for n in names if n not in WEBHOOK_EVENTS]
+            if not names or unknown:
+                raise InvalidParameters(
+                    f"X-Webhook-Events must name events among {', '.join(WEBHOOK_EVENTS)}", param="X-Webhook-Events"
+                )
+            if webhook is None:
+                raise InvalidParameters("X-Webhook-Events needs an X-Webhook-URL", param="X-Webhook-Events")
+            events = tuple(n for n in WEBHOOK_EVENTS if n in names)
+        timeout = _seconds_header(headers.timeout, "X-Task-Timeout", 1, int(model.deadline_seconds))
+        retention = _seconds_header(
+            headers.result_retention,
+            "X-Result-Retention",
+            MIN_RESULT_RETENTION,
+            self.settings.result_retention_seconds,
+        )
+        return TaskOptions(webhook, events, timeout, retention)
+
     async def create(
         self,
         *,
@@ -161,20 +202,24 @@ class TaskService:
         tier: str,
         slug: str,
         body: bytes,
-        webhook_url: str | None,
+        webhook_url: str | None = None,
         traceparent: str | None = None,
         key_id: str | None = None,
         key_limits: KeyLimits | None = None,
+        headers: TaskHeaders | None = None,
+        idempotency: tuple[IdempotencyKeys, Claim] | None = None,
     ) -> dict[str, Any]:
         """`traceparent`: the client's header; the worker that runs the task continues that trace.
-        `key_limits`: the creating key's; a spend limit is held in the same transaction as the team's money."""
+        `key_limits`: the creating key's; a spend limit is held in the same transaction as the team's money.
+        `idempotency`: the key this request holds; its answer is recorded in the transaction that creates
+        the task, so a duplicate can never create a second one."""
         model = await self.model(slug)
         try:
             parsed = orjson.loads(body) if body.strip() else {}
         except orjson.JSONDecodeError as exc:
             raise InvalidParameters(f"the request body is not valid JSON: {exc}", param="body") from exc
         params = validate_input(model, parsed)
-        webhook = await self.check_webhook_url(webhook_url)
+        options = await self.check_options(model, headers or TaskHeaders(webhook_url=webhook_url))
         if model.upstream is not None:
             await upstream.check_inputs(self.engine, self.fetcher, team_id, model.upstream, params)
             units = upstream.units(model, params)
@@ -188,6 +233,7 @@ class TaskService:
         price = price_micros(model, units)
         seed = int(params["seed"]) if "seed" in params else secrets.randbelow(2**32)
         now = now_ms()
+        deadline_seconds = options.timeout_seconds or model.deadline_seconds
         task = repo.NewTask(
             id=new_id("task", 16),
             team_id=team_id,
@@ -195,15 +241,27 @@ class TaskService:
             input=params,
             seed=seed,
             price_micros=price,
-            webhook_url=webhook,
-            deadline_ms=now + int(model.deadline_seconds * 1000),
+            webhook_url=options.webhook_url,
+            deadline_ms=now + int(deadline_seconds * 1000),
             created_at_ms=now,
             trace_parent=tracing.current_traceparent(traceparent),
             key_id=key_id,
             key=None if key_id is None else key_hold(key_id, key_limits, now),
+            webhook_events=options.webhook_events,
+            result_retention_seconds=options.result_retention_seconds,
         )
         limit = self._tier_limit(tier)
-        outcome, unfinished = await repo.create(self.engine, task, max_unfinished=limit)
+        record = None
+        answered: list[dict[str, Any]] = []
+        if idempotency is not None:
+            keys, claim = idempotency
+
+            async def record(conn: AsyncConnection, row: TaskRow) -> bool:
+                view = task_view(row, self.url_for, queue_position=await repo.queue_position_in(conn, row))
+                answered.append(view)
+                return await keys.complete_in(conn, claim, view)
+
+        outcome, unfinished = await repo.create(self.engine, task, max_unfinished=limit, on_insert=record)
         if outcome == "insufficient_balance":
             raise InsufficientQuota(f"the task costs {display_usd(price)} USD, more than the team's available balance")
         if outcome == "key_budget_exceeded":
@@ -214,13 +272,17 @@ class TaskService:
                 " retry when one ends",
                 headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
+        if outcome == "claim_lost":
+            raise Conflict("a request with this Idempotency-Key is still being processed; retry it later")
         try:
             await self.queue.enqueue([task.id])
         except Exception:
             log.exception("task %s: enqueue failed; the reconciler will queue it", task.id)
+        if answered:
+            return answered[0]  # what a replay will answer
         row = await repo.get(self.engine, task.id)
         assert row is not None
-        return task_view(row, self.url_for)
+        return await self.view_of(row)
 
     # -- read -------------------------------------------------------------------------------------------
 
@@ -231,7 +293,12 @@ class TaskService:
         return row
 
     async def view(self, team_id: str, task_id: str) -> dict[str, Any]:
-        return task_view(await self.get(team_id, task_id), self.url_for)
+        return await self.view_of(await self.get(team_id, task_id))
+
+    async def view_of(self, row: TaskRow) -> dict[str, Any]:
+        """The Task object, with `queue_position` while it is queued."""
+        position = await repo.queue_position(self.engine, row) if row.status == "queued" else None
+        return task_view(row, self.url_for, queue_position=position)
 
     async def list_page(self, team_id: str, query: dict[str, str]) -> dict[str, Any]:
         status = query.get("status") or None
@@ -256,14 +323,16 @@ class TaskService:
             limit=page_size,
         )
         return {
-            "tasks": [task_view(r, self.url_for) for r in rows],
+            "tasks": [await self.view_of(r) for r in rows],
             "total": total,
             "page": page,
             "page_size": page_size,
         }
 
     async def cancel(self, team_id: str, task_id: str) -> dict[str, Any]:
-        """Cancel a `queued` task (releasing its frozen price); a task already running or ended is a 409."""
+        """Cancel a `queued` or `processing` task, releasing its frozen price at once (the process running it
+        sees the row change and stops the render within `progress_interval_seconds` plus one frame); an
+        ended task is a 409."""
         await self.get(team_id, task_id)
         ended = await repo.finish_failure(
             self.engine,
@@ -272,12 +341,76 @@ class TaskService:
             code="cancelled",
             message="cancelled by the client",
             outbox=self.outbox_row,
-            from_statuses=("queued",),
         )
         if ended is None:
             current = await self.get(team_id, task_id)
             raise Conflict(f"task {task_id!r} is {current.status} and can no longer be cancelled")
+        await self.changes.publish(task_id)
         return task_view(ended, self.url_for)
+
+    # -- live status ------------------------------------------------------------------------------------
+
+    async def wait_view(self, team_id: str, task_id: str, seconds: float) -> dict[str, Any]:
+        """The Task once it has ended, or as it is after `seconds` (`Prefer: wait=N`)."""
+        give_up = time.monotonic() + seconds
+        while True:
+            row = await self.get(team_id, task_id)
+            left = give_up - time.monotonic()
+            if row.status in repo.TERMINAL or left <= 0:
+                return await self.view_of(row)
+            await self.changes.wait(task_id, left)
+
+    async def events(
+        self, team_id: str, task_id: str, draining: Callable[[], bool] = lambda: False
+    ) -> AsyncIterator[bytes]:
+        """The live status stream: an `event: task` with the Task now and on every change of its status,
+        progress or queue position, a comment line every `events_keepalive_seconds`, and the end after the
+        terminal state (or when the process starts shutting down: the client reconnects elsewhere)."""
+        keepalive = self.settings.events_keepalive_seconds
+        last: tuple[object, ...] | None = None
+        last_write = time.monotonic()
+        while True:
+            row = await repo.get(self.engine, task_id, team_id=team_id)
+            if row is None:  # pruned while watched
+                return
+            view = await self.view_of(row)
+            seen = (view["status"], view["progress"], view["queue_position"])
+            if seen != last:
+                last, last_write = seen, time.monotonic()
+                yield b"event: task\ndata: " + orjson.dumps(view) + b"\n\n"
+            if row.status in repo.TERMINAL or draining():
+                return
+            if time.monotonic() - last_write >= keepalive:
+                last_write = time.monotonic()
+                yield b": keepalive\n\n"
+            await self.changes.wait(task_id, keepalive - (time.monotonic() - last_write))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskHeaders:
+    """The optional headers of a creation, as sent."""
+
+    webhook_url: str | None = None
+    webhook_events: str | None = None
+    timeout: str | None = None
+    result_retention: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOptions:
+    webhook_url: str | None
+    webhook_events: tuple[str, ...] | None
+    timeout_seconds: int | None
+    result_retention_seconds: int | None
+
+
+def _seconds_header(raw: str | None, name: str, low: int, high: int) -> int | None:
+    if raw is None:
+        return None
+    value = raw.strip()
+    if not value.isdigit() or len(value) > 12 or not low <= int(value) <= high:
+        raise InvalidParameters(f"{name} must be a whole number of seconds from {low} to {high}", param=name)
+    return int(value)
 
 
 def _int_param(query: dict[str, str], name: str, *, minimum: int) -> int | None:

@@ -1,6 +1,7 @@
 """The Task object clients see (GET /api/v1/tasks/{id}, list items, webhook `data`).
 
-Units: every timestamp (`submit_time`, `end_time`, `result_expires_at`) is UNIX milliseconds, and
+`progress` is 0-100 while a model reports it (null: unknown), 100 on success; `queue_position` (1 = next)
+only while `queued`. Units: every timestamp (`submit_time`, `end_time`, `result_expires_at`) is UNIX milliseconds, and
 `duration` is milliseconds from when a worker first started the task (its creation, if none did) to its end.
 """
 
@@ -14,7 +15,8 @@ from modelport.media.tasks.repository import TaskRow
 UrlFor = Callable[[str, int], str]  # (file_id, expires_at_ms) -> signed download URL
 
 
-def task_view(task: TaskRow, url_for: UrlFor) -> dict[str, Any]:
+def task_view(task: TaskRow, url_for: UrlFor, *, queue_position: int | None = None) -> dict[str, Any]:
+    """`queue_position`: the caller's count while the task is `queued` (1 = next), else null."""
     resources: list[dict[str, Any]] = []
     if task.status == "success" and task.result_expires_at_ms is not None:
         for res in task.resources:
@@ -42,6 +44,8 @@ def task_view(task: TaskRow, url_for: UrlFor) -> dict[str, Any]:
             "extensions": {"submit_time": task.created_at_ms, "end_time": task.ended_at_ms},
         },
         "result_expires_at": task.result_expires_at_ms if task.status == "success" else None,
+        "progress": task.progress,
+        "queue_position": queue_position if task.status == "queued" else None,
     }
     if task.status in ("failed", "cancelled"):
         view["error"] = {"code": task.error_code, "message": task.error_message}

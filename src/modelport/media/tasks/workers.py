@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms
+from modelport.media import idempotency
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.webhooks.sender import WebhookSender
@@ -23,6 +25,7 @@ from modelport.settings import TasksSettings
 
 log = logging.getLogger("modelport.media.tasks")
 TASK_WORKERS: ServiceKey[TaskWorkers] = ServiceKey("task workers")
+PRUNE_KEYS_EVERY_SECONDS = 60.0
 
 
 class Reconciler:
@@ -35,8 +38,13 @@ class Reconciler:
         self._queue = queue
         self._executor = executor
         self._settings = settings
+        self._next_prune = 0.0
 
     async def pass_once(self, *, all_queued: bool = False) -> None:
+        if time.monotonic() >= self._next_prune:
+            # Expired Idempotency-Keys (an expired key already counts as absent; this keeps the table small).
+            self._next_prune = time.monotonic() + PRUNE_KEYS_EVERY_SECONDS
+            await idempotency.prune_expired(self._engine)
         for task_id in await repo.past_deadline(self._engine):
             await self._executor.fail_past_deadline(task_id)
         cutoff = now_ms() - (0 if all_queued else int(self._settings.requeue_after_seconds * 1000))

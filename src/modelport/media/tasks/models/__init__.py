@@ -10,7 +10,15 @@ import asyncio
 import importlib
 import threading
 
-from modelport.media.tasks.models.base import InputError, RenderedFile, TaskModel
+from modelport.media.tasks.models.base import (
+    InputError,
+    RenderControl,
+    RenderedFile,
+    RenderStopped,
+    TaskModel,
+    report_progress,
+    run_controlled,
+)
 
 _RUNNERS: dict[str, tuple[str, str]] = {
     "sketch": ("modelport.media.tasks.models.sketch", "SketchImage"),
@@ -44,4 +52,14 @@ def runner(name: str | None) -> TaskModel | None:
     return model
 
 
-__all__ = ["InputError", "RenderedFile", "TaskModel", "load_runner", "runner"]
+__all__ = [
+    "InputError",
+    "RenderControl",
+    "RenderStopped",
+    "RenderedFile",
+    "TaskModel",
+    "load_runner",
+    "report_progress",
+    "run_controlled",
+    "runner",
+]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +49,41 @@ def derive_seed(seed: int, index: int) -> int:
     """The seed of the `index`-th output of a task: distinct per output, the same for the same task seed."""
     digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
+
+
+class RenderStopped(Exception):
+    """The render was told to stop (the task was cancelled, passed its deadline or was taken over)."""
+
+
+class RenderControl:
+    """Shared between a render thread and the event loop: the progress the model reports (read by the
+    loop, which writes it to the row at most every `tasks.progress_interval_seconds`), and the stop flag
+    the model sees at its next report."""
+
+    def __init__(self) -> None:
+        self.fraction: float | None = None
+        self.stop = threading.Event()
+
+
+_current = threading.local()
+
+
+def report_progress(done: float, total: float) -> None:
+    """Models call this between frames, sentences or steps: records `done / total` and raises
+    `RenderStopped` once the render was told to stop. Free outside a controlled render (a plain call)."""
+    control: RenderControl | None = getattr(_current, "control", None)
+    if control is None:
+        return
+    if control.stop.is_set():
+        raise RenderStopped()
+    if total > 0:
+        control.fraction = min(1.0, max(0.0, done / total))
+
+
+def run_controlled(control: RenderControl, work: Callable[[], T]) -> T:
+    """Run `work` in this thread with `control` as what `report_progress` reports to."""
+    _current.control = control
+    try:
+        return work()
+    finally:
+        _current.control = None

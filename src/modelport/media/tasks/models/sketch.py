@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageOps
 
 from modelport.media.tasks.models import network
-from modelport.media.tasks.models.base import RenderedFile, derive_seed
+from modelport.media.tasks.models.base import RenderedFile, derive_seed, report_progress
 
 DEFAULT_SIZE = 512
 # How much of the network's painting shows over the composition (1: only the painting).
@@ -41,9 +41,15 @@ class SketchImage:
         width = int(params.get("width", DEFAULT_SIZE))
         height = int(params.get("height", DEFAULT_SIZE))
         prompt = str(params["prompt"])
-        return [self._one(prompt, width, height, derive_seed(seed, index)) for index in range(int(params.get("n", 1)))]
+        count = int(params.get("n", 1))
+        images = []
+        for index in range(count):
+            images.append(self.paint(prompt, width, height, derive_seed(seed, index)))
+            report_progress(index + 1, count)  # stops here when cancelled
+        return images
 
-    def _one(self, prompt: str, width: int, height: int, seed: int) -> RenderedFile:
+    def paint(self, prompt: str, width: int, height: int, seed: int) -> RenderedFile:
+        """One image of `seed` (the `index`-th image of a task has seed `derive_seed(task seed, index)`)."""
         # Pillow's C code does the per-pixel work (it releases the GIL); numpy only draws the random numbers.
         rng = np.random.default_rng(seed)
         colors = _palette(prompt)

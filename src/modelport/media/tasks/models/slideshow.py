@@ -19,7 +19,7 @@ import av
 import numpy as np
 from PIL import Image
 
-from modelport.media.tasks.models.base import InputError, RenderedFile, derive_seed
+from modelport.media.tasks.models.base import InputError, RenderedFile, derive_seed, report_progress
 from modelport.media.tasks.models.sketch import SketchImage
 from modelport.media.tasks.models.style import decode_image
 
@@ -42,14 +42,12 @@ class SlideshowVideo:
             still = decode_image(inputs["image_url"], "image_url")
         elif "prompt" in params:
             # Paint the still larger than the frame, so zooming in keeps detail.
-            painted = SketchImage().render(
-                {"prompt": params["prompt"], "width": width * 5 // 4, "height": height * 5 // 4}, seed, {}
-            )[0]
+            painted = SketchImage().paint(str(params["prompt"]), width * 5 // 4, height * 5 // 4, derive_seed(seed, 0))
             still = decode_image(painted.data, "prompt")
         else:
             raise InputError("give prompt or image_url")
         frames = seconds * fps
-        data = _encode(_frames(still, width, height, frames, derive_seed(seed, 1)), width, height, fps)
+        data = _encode(_frames(still, width, height, frames, derive_seed(seed, 1)), width, height, fps, frames)
         return [
             RenderedFile(
                 data=data,
@@ -83,7 +81,7 @@ def _frames(still: Image.Image, width: int, height: int, count: int, seed: int) 
         yield still.resize((width, height), Image.Resampling.BILINEAR, box=box)
 
 
-def _encode(frames: Any, width: int, height: int, fps: int) -> bytes:
+def _encode(frames: Any, width: int, height: int, fps: int, total: int) -> bytes:
     # The MP4 muxer seeks back to write its index, so it writes to a real temporary file.
     fd, name = tempfile.mkstemp(suffix=".mp4")
     os.close(fd)
@@ -102,6 +100,7 @@ def _encode(frames: Any, width: int, height: int, fps: int) -> bytes:
                 frame.pts = index
                 for packet in stream.encode(frame):
                     container.mux(packet)
+                report_progress(index + 1, total)  # stops here when cancelled
             for packet in stream.encode():
                 container.mux(packet)
         return path.read_bytes()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 import wave
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import av
 import numpy as np
 
-from modelport.media.tasks.models.base import InputError, RenderedFile
+from modelport.media.tasks.models.base import InputError, RenderedFile, report_progress
 
 if TYPE_CHECKING:
     from piper import PiperVoice
@@ -61,7 +62,12 @@ def synthesize(text: str, speed: float) -> tuple[np.ndarray[Any, np.dtype[np.int
 
     speaker = voice()
     syn = SynthesisConfig(length_scale=speaker.config.length_scale / speed)
-    chunks = [chunk.audio_int16_array for chunk in speaker.synthesize(text, syn_config=syn)]
+    # Piper reads sentence by sentence; the count of sentence ends estimates how many there are.
+    expected = max(1, len(re.findall(r"[.!?]+(?:\s|$)", text)))
+    chunks = []
+    for chunk in speaker.synthesize(text, syn_config=syn):
+        chunks.append(chunk.audio_int16_array)
+        report_progress(len(chunks), max(expected, len(chunks) + 1))  # stops here when cancelled
     if not chunks:
         raise InputError("text has nothing to read aloud (no words Piper can pronounce)")
     return np.concatenate(chunks).astype(np.int16, copy=False), speaker.config.sample_rate

@@ -30,7 +30,7 @@ from PIL import Image
 
 from modelport.media.assets.probe import VIDEO_MAX_PIXELS
 from modelport.media.tasks.models import network
-from modelport.media.tasks.models.base import InputError, RenderedFile
+from modelport.media.tasks.models.base import InputError, RenderedFile, report_progress
 
 MAX_SECONDS = 10
 MAX_FRAMES = 300
@@ -121,6 +121,8 @@ def _restyle(source: Path, target: Path, style: int) -> tuple[int, int, int, Fra
                 audio_out = writer.add_stream("aac", rate=audio_in.codec_context.sample_rate, layout=layout)
                 audio_out.bit_rate = AUDIO_BITRATE
             frames = 0
+            # For progress only: the container's frame count, else its length at the frame rate.
+            expected = video_in.frames or max(1, round(declared * float(fps))) or MAX_FRAMES
             try:
                 for frame in _decoded(reader, video_in, audio_in):
                     if isinstance(frame, av.VideoFrame):
@@ -132,6 +134,7 @@ def _restyle(source: Path, target: Path, style: int) -> tuple[int, int, int, Fra
                         painted.pts = frames - 1
                         for packet in video_out.encode(painted):
                             writer.mux(packet)
+                        report_progress(frames, max(expected, frames + 1))  # stops here when cancelled
                     elif audio_out is not None:
                         frame.pts = None  # the encoder re-times the resampled audio from zero
                         for packet in audio_out.encode(frame):

@@ -14,6 +14,7 @@ import base64
 import binascii
 import io
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -38,6 +39,8 @@ log = logging.getLogger("modelport.media.upstream")
 # The largest output file downloaded from a provider, and how long one download may take.
 MAX_OUTPUT_BYTES = 200 * 1024 * 1024
 OUTPUT_FETCH_SECONDS = 120.0
+# A provider's cancel call, made when a task stops, may take this long (it never delays the refund).
+CANCEL_CALL_SECONDS = 10.0
 
 
 def _kinds(field: str) -> tuple[str, ...]:
@@ -85,6 +88,15 @@ async def check_inputs(
             await check_input_url(fetcher, engine, team_id, field, params[field])
 
 
+def _report(progress: Callable[[float], None], value: Any) -> None:
+    """A provider's progress, 0-100 or a 0-1 fraction, as a fraction; anything else is ignored."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    fraction = value if value <= 1 else value / 100
+    if 0 <= fraction <= 1:
+        progress(float(fraction))
+
+
 def _search(path: str, document: Any) -> Any:
     try:
         return jmespath.search(path, document)
@@ -111,7 +123,10 @@ class UpstreamMedia:
             await self._session.close()
             self._session = None
 
-    async def run(self, model: MediaModel, task: TaskRow) -> list[RenderedFile]:
+    async def run(
+        self, model: MediaModel, task: TaskRow, progress: Callable[[float], None] | None = None
+    ) -> list[RenderedFile]:
+        """`progress` gets the provider's reported progress (a 0-1 fraction) where it reports one."""
         upstream = model.upstream
         assert upstream is not None
         async with provider_slot(
@@ -124,7 +139,7 @@ class UpstreamMedia:
                 return await self._openai_edits(client, task)
             if upstream.kind == "openai_speech":
                 return await self._openai_speech(client, task)
-            return await self._submit_poll(client, task)
+            return await self._submit_poll(client, task, progress)
 
     # -- OpenAI-compatible --------------------------------------------------------------------------------
 
@@ -202,7 +217,9 @@ class UpstreamMedia:
                 out[field] = upstream.asset_ref_format.format(upstream_id=record.upstream_id, asset_id=record.id)
         return out
 
-    async def _submit_poll(self, client: ProviderClient, task: TaskRow) -> list[RenderedFile]:
+    async def _submit_poll(
+        self, client: ProviderClient, task: TaskRow, progress: Callable[[float], None] | None = None
+    ) -> list[RenderedFile]:
         upstream = client.upstream
         provider_input = await self._provider_input(upstream, task)
         payload: dict[str, Any] = dict(upstream.extra_body)
@@ -217,17 +234,27 @@ class UpstreamMedia:
         job = str(job_id)
         log.info("task %s: provider %s job %s submitted", task.id, upstream.name, job)
         delay = upstream.poll_initial_seconds
-        while True:
-            status = _search(upstream.status_field, document)
-            if status in upstream.success_values:
-                break
-            if status in upstream.failure_values:
-                reason = _search(upstream.error_path, document) if upstream.error_path else None
-                detail = f": {str(reason)[:300]}" if reason else ""
-                raise UpstreamFailed("upstream_failed", f"provider {upstream.name} reports the job {status}{detail}")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, upstream.poll_max_seconds)
-            document = (await client.call("GET", upstream.status_path.replace("{id}", job))).json()
+        try:
+            while True:
+                status = _search(upstream.status_field, document)
+                if status in upstream.success_values:
+                    break
+                if status in upstream.failure_values:
+                    reason = _search(upstream.error_path, document) if upstream.error_path else None
+                    detail = f": {str(reason)[:300]}" if reason else ""
+                    raise UpstreamFailed(
+                        "upstream_failed", f"provider {upstream.name} reports the job {status}{detail}"
+                    )
+                if progress is not None and upstream.progress_path:
+                    _report(progress, _search(upstream.progress_path, document))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, upstream.poll_max_seconds)
+                document = (await client.call("GET", upstream.status_path.replace("{id}", job))).json()
+        except asyncio.CancelledError:
+            # The task was cancelled, passed its deadline or was taken over: stop the provider's job too.
+            if upstream.cancel_path:
+                await asyncio.shield(self._cancel_job(client, task, job))
+            raise
         if upstream.result_path is not None:
             document = (await client.call("GET", upstream.result_path.replace("{id}", job))).json()
         found = _search(upstream.output_path, document)
@@ -238,6 +265,16 @@ class UpstreamMedia:
                 "upstream_error", f"the provider's answer has no output URL at {upstream.output_path!r}"
             )
         return [await self._download(url) for url in urls]
+
+    async def _cancel_job(self, client: ProviderClient, task: TaskRow, job: str) -> None:
+        upstream = client.upstream
+        assert upstream.cancel_path is not None
+        try:
+            async with asyncio.timeout(CANCEL_CALL_SECONDS):
+                await client.call("POST", upstream.cancel_path.replace("{id}", job))
+            log.info("task %s: provider %s job %s cancelled", task.id, upstream.name, job)
+        except Exception as exc:  # best effort: the task has ended on our side either way
+            log.warning("task %s: provider %s job %s not cancelled: %s", task.id, upstream.name, job, exc)
 
     # -- outputs ------------------------------------------------------------------------------------------
 
