@@ -115,24 +115,32 @@ class CreditBook:
     def owner(self) -> str:
         return self._owner
 
-    async def admit(self, team_id: str, estimate_micros: int) -> Allocation | None:
+    async def admit(self, team_id: str, estimate_micros: int, minimum_micros: int | None = None) -> Allocation | None:
         """Take `estimate_micros` from the team's reservation, reserving more when it is short; None when
-        the team as a whole (available balance and what other processes hold unused) cannot cover it."""
+        the team as a whole (available balance and what other processes hold unused) cannot cover it.
+
+        With `minimum_micros` (below the estimate), a team whose available balance cannot cover the whole
+        estimate is admitted with what it has, down to that minimum: the allocation's `estimate_micros` is
+        what was held (the caller caps the request's output to it; docs/api/billing.md)."""
+        minimum = estimate_micros if minimum_micros is None else max(0, min(minimum_micros, estimate_micros))
         credit = self._teams.get(team_id)
         if credit is None:
             credit = self._teams[team_id] = _TeamCredit()
         if self._short(credit, estimate_micros):
             async with credit.lock:
                 # Re-check: another request may have reserved while this one waited for the lock.
-                if self._short(credit, estimate_micros) and not await self._reserve(team_id, credit, estimate_micros):
+                if self._short(credit, estimate_micros) and not await self._reserve(
+                    team_id, credit, estimate_micros, minimum
+                ):
                     return None
         current = credit.current
         assert current is not None
-        credit.available -= estimate_micros
+        held = min(estimate_micros, credit.available)
+        credit.available -= held
         credit.in_flight += 1
         current.in_flight += 1
         credit.last_used = time.monotonic()
-        return Allocation(team_id, current.ref, estimate_micros)
+        return Allocation(team_id, current.ref, held)
 
     def settle(self, allocation: Allocation, cost_micros: int, request_id: str) -> None:
         """The request ended and cost `cost_micros`: settle it in the background; the unused part of its
@@ -167,7 +175,7 @@ class CreditBook:
             or time.monotonic() - credit.current.reserved_at > self._max_age
         )
 
-    async def _reserve(self, team_id: str, credit: _TeamCredit, estimate: int) -> bool:
+    async def _reserve(self, team_id: str, credit: _TeamCredit, estimate: int, minimum: int) -> bool:
         current = credit.current
         if current is not None and credit.available < estimate:  # used up (not rotated for its age)
             age = max(time.monotonic() - current.reserved_at, 0.05)
@@ -191,6 +199,8 @@ class CreditBook:
                 lease_until_ms=self._lease_until(),
                 share_divisor=FAIR_SHARE,
             )
+            if amount is None and minimum < estimate:
+                amount = await self._reserve_what_is_left(team_id, ref, estimate, minimum, deadline)
             if amount is not None:
                 break
             if self._settlements.pending:
@@ -213,6 +223,26 @@ class CreditBook:
         self._reservations[ref] = reservation
         credit.current, credit.available = reservation, amount
         return True
+
+    async def _reserve_what_is_left(
+        self, team_id: str, ref: str, estimate: int, minimum: int, deadline: float
+    ) -> int | None:
+        """The team cannot cover the whole estimate: reserve for this request alone what its available balance
+        holds, up to the estimate and not below `minimum`. What this process gave back itself is written
+        first, so it counts."""
+        if self._settlements.pending:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    await self._settlements.flush()
+        return await ledger.reserve(
+            self._engine,
+            team_id,
+            want_micros=estimate,
+            minimum_micros=minimum,
+            ref=ref,
+            owner=self._owner,
+            lease_until_ms=self._lease_until(),
+        )
 
     def _return(self, credit: _TeamCredit) -> None:
         """Give back the unused part of the team's current reservation; it closes once its requests end."""

@@ -4,8 +4,9 @@ Admission (on the hot path, in this order, cheapest refusal first):
 1. inference RPM of the team's tier → 429 `rate_limit_exceeded` with `X-RateLimit-*` and `Retry-After`;
 2. concurrent in-flight requests of the team → 429 `request_limited`;
 3. a hold of the estimated cost (input from the request's size, output from its cap or the model's
-   default cap), taken from the process's credit reservation for the team (`billing.credit`) → 402
-   `insufficient_quota` when the team's balance cannot cover it.
+   maximum output), taken from the process's credit reservation for the team (`billing.credit`); a team
+   whose credit covers less gets an output cap equal to what it covers (`gateway.output_hold`), and 402
+   `insufficient_quota` when it cannot cover even the minimum cap (`credit.min_output_tokens`).
 Reservations are conditional database updates made once per many requests, so the hot path usually has
 no database write at all, and concurrent requests still cannot spend money the team does not have.
 Settlement and the log row are queued (see `billing.settlement` and `requestlog.writer`) and written in
@@ -20,11 +21,12 @@ import logging
 from typing import Any
 
 from modelport.billing.credit import Allocation, CreditBook
-from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens, estimated_usage
+from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens
 from modelport.core.usage import Usage
 from modelport.errors import InsufficientQuota, RequestLimited
 from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.gateway.logsink import RequestLogSink
+from modelport.gateway.output_hold import output_hold
 from modelport.metrics import SPEND, TEXT_OUTCOMES, TOKENS
 from modelport.money import micros_to_usd
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
@@ -93,11 +95,9 @@ class Metering:
             self._log_refusal(ctx, busy.status, busy.text_message)
             raise busy
         self._leases[ctx.request_id] = lease
-        max_out = ctx.canonical.max_output_tokens or ctx.model.default_max_output_tokens
-        # At least one micro-USD: a team with nothing left is refused even for a (nearly) free model.
-        estimate = max(1, cost_micros(estimated_usage(ctx.canonical, max_out), ctx.model.prices))
+        hold = output_hold(ctx, self._settings.credit.min_output_tokens)
         try:
-            allocation = await self._credit.admit(team, estimate)
+            allocation = await self._credit.admit(team, hold.estimate, hold.minimum)
         except BaseException:
             await self._release_lease(ctx)
             raise
@@ -110,7 +110,11 @@ class Metering:
             )
             self._log_refusal(ctx, poor.status, poor.text_message)
             raise poor
-        ctx.held_micros = estimate
+        if allocation.estimate_micros < hold.estimate:
+            # The team's credit covers less than the model's maximum output: the answer is capped to what it
+            # covers, on every path (docs/api/billing.md).
+            ctx.output_cap = hold.covered_tokens(allocation.estimate_micros)
+        ctx.held_micros = allocation.estimate_micros
         self._allocations[ctx.request_id] = allocation
 
     def finish(self, ctx: RequestContext, outcome: Outcome) -> None:

@@ -22,6 +22,7 @@ import orjson
 # A JSON string, written as the "unrolled loop" (one character class per run): several times faster in `re`.
 _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 _MODEL = re.compile(r'"model"\s*:\s*' + _STRING)
+_MODEL_VALUE = re.compile(r'("model"\s*:\s*)' + _STRING)
 _STRINGS = re.compile(_STRING)
 
 
@@ -68,3 +69,17 @@ class ModelNamer:
         if rewritten is text:
             return orjson.dumps(parsed)  # an unusual spelling of the key: re-serialise rather than miss it
         return rewritten.encode()
+
+
+def splice_request_model(raw: bytes, model: str) -> bytes | None:
+    """A client's request body with its top-level `model` value replaced and every other byte kept (spacing
+    included); None when the body does not name `"model"` exactly once, as a top-level key with a string value
+    (then the caller serialises the parsed body instead)."""
+    if raw.count(b'"model"') != 1:
+        return None
+    text = raw.decode()
+    match = _MODEL_VALUE.search(text)
+    if match is None or _depth(text, match.start()) != 1:
+        return None
+    value = orjson.dumps(model).decode()
+    return (text[: match.end(1)] + value + text[match.end() :]).encode()

@@ -51,7 +51,10 @@ class OpenAIChatCodec:
             body.pop("stream_options", None)
             return False
         # Always ask for usage so the stream can be billed; hide it if the client did not ask.
-        options = dict(body.get("stream_options") or {})
+        options = body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage") is True:
+            return False  # asked already: the body stays the client's
+        options = dict(options or {})
         strip_usage = fast and not options.get("include_usage")
         options["include_usage"] = True
         body["stream_options"] = options
@@ -60,7 +63,7 @@ class OpenAIChatCodec:
     def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         return {}
 
-    def decode_request(self, body: dict[str, Any]) -> CanonicalRequest:
+    def decode_request(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
         return request_decode.decode_request(body)
 
     def encode_request(self, req: CanonicalRequest, upstream_model: str) -> dict[str, Any]:

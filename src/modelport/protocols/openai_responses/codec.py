@@ -56,7 +56,7 @@ class OpenAIResponsesCodec:
     def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         return {}
 
-    def decode_request(self, body: dict[str, Any]) -> CanonicalRequest:
+    def decode_request(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
         return request_decode.decode_request(body)
 
     def encode_request(self, req: CanonicalRequest, upstream_model: str) -> dict[str, Any]:
