@@ -63,9 +63,7 @@ def _send(gw: ReplayGateway, path: str, raw: bytes, stream: bool) -> None:
 
 
 @pytest.mark.parametrize(("slot", "cap"), CASES, ids=[slot.name for slot in SLOTS])
-def test_upstream_gets_the_clients_bytes_but_for_the_model(
-    gw: ReplayGateway, slot: Slot, cap: dict[str, Any]
-) -> None:
+def test_upstream_gets_the_clients_bytes_but_for_the_model(gw: ReplayGateway, slot: Slot, cap: dict[str, Any]) -> None:
     replay = gw.replay(slot)
     for n, it in enumerate(gw.interactions(slot)):
         recorded = _recorded(it, cap)
