@@ -63,8 +63,8 @@ class TextModel(BaseModel):
     # The most output tokens the model can produce (shown in model lists; the balance hold assumes it when the
     # client sets no cap). None: the upstream kind's default (`upstreams.kinds.DEFAULT_MAX_OUTPUT_TOKENS`).
     max_output_tokens: int | None = Field(default=None, gt=0)
-    # No longer used (the gateway sends no cap the client did not ask for; docs/api/billing.md): still accepted
-    # so older catalog files load, with a warning.
+    # No longer used (the gateway sends no cap the client did not ask for; docs/api/text-gateway.md,
+    # Billing): still accepted so older catalog files load, with a warning.
     default_max_output_tokens: int | None = Field(default=None, gt=0)
     prices: Prices = Field(default_factory=Prices)
     deployments: list[Deployment] = Field(min_length=1)

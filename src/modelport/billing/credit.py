@@ -121,7 +121,7 @@ class CreditBook:
 
         With `minimum_micros` (below the estimate), a team whose available balance cannot cover the whole
         estimate is admitted with what it has, down to that minimum: the allocation's `estimate_micros` is
-        what was held (the caller caps the request's output to it; docs/api/billing.md)."""
+        what was held (the caller caps the request's output to it; docs/api/text-gateway.md, Billing)."""
         minimum = estimate_micros if minimum_micros is None else max(0, min(minimum_micros, estimate_micros))
         credit = self._teams.get(team_id)
         if credit is None:

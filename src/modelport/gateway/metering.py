@@ -112,7 +112,7 @@ class Metering:
             raise poor
         if allocation.estimate_micros < hold.estimate:
             # The team's credit covers less than the model's maximum output: the answer is capped to what it
-            # covers, on every path (docs/api/billing.md).
+            # covers, on every path (docs/api/text-gateway.md, Billing).
             ctx.output_cap = hold.covered_tokens(allocation.estimate_micros)
         ctx.held_micros = allocation.estimate_micros
         self._allocations[ctx.request_id] = allocation

@@ -4,7 +4,8 @@ The hold assumes the most output the answer can have: the client's own cap, or t
 (`upstreams.kinds.model_max_output`) when the client set none or set more. A team whose credit covers that is
 held for it and the request goes upstream with no cap added (the same-protocol body stays the client's). A
 team whose credit covers less is held what it has and its answer is capped to the output that covers, but at
-least `min_output_tokens` (else 402): so no team can run an answer past what it can pay (docs/api/billing.md).
+least `min_output_tokens` (else 402): so no team can run an answer past what it can pay
+(docs/api/text-gateway.md, Billing).
 """
 
 from __future__ import annotations

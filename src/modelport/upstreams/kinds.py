@@ -15,7 +15,7 @@ KIND_PROTOCOL: dict[UpstreamKind, ProtocolName] = {
 }
 
 # The request field that caps the answer's length, per kind (fast path: added only when the team's credit
-# cannot cover the model's maximum output and the client set no cap of its own; docs/api/billing.md).
+# cannot cover the model's maximum output and the client set no cap of its own; docs/api/text-gateway.md, Billing).
 # OpenAI's Chat takes `max_completion_tokens` (reasoning models refuse `max_tokens`); OpenAI-compatible
 # servers (vLLM, Ollama, llama.cpp) and the embedded model all know `max_tokens`.
 OUTPUT_CAP_FIELD: dict[UpstreamKind, str] = {
@@ -28,9 +28,9 @@ OUTPUT_CAP_FIELD: dict[UpstreamKind, str] = {
 
 # A model's maximum output when its catalog entry has no `max_output_tokens`: large enough for the reasoning
 # models of each kind (reasoning tokens count as output), since the balance hold and the credit check assume
-# it (docs/api/billing.md). OpenAI's largest caps are 128,000 (GPT-5 family; o3/o4-mini 100,000), Anthropic's
-# 64,000 (Claude Sonnet 4.x, Haiku 4.5); OpenAI-compatible servers are bounded by their context, the embedded
-# model by its 2,048-token context.
+# it (docs/api/text-gateway.md, Billing). OpenAI's largest caps are 128,000 (GPT-5 family; o3/o4-mini
+# 100,000), Anthropic's 64,000 (Claude Sonnet 4.x, Haiku 4.5); OpenAI-compatible servers are bounded by their
+# context, the embedded model by its 2,048-token context.
 DEFAULT_MAX_OUTPUT_TOKENS: dict[UpstreamKind, int] = {
     "openai_chat": 128_000,
     "openai_responses": 128_000,

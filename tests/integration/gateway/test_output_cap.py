@@ -1,7 +1,7 @@
-"""Output caps (issue 20 rule 3, docs/api/billing.md): the gateway sends no cap the client did not ask for and
-never a smaller one than it asked for, as long as the team's credit covers the model's maximum output. A team
-whose credit covers less gets a cap equal to what its credit covers (at least `credit.min_output_tokens`, else
-402), on every path. A translated path whose upstream protocol requires a cap sends the model's maximum."""
+"""Output caps (issue 20 rule 3, docs/api/text-gateway.md, Billing): the gateway sends no cap the client did not
+ask for and never a smaller one than it asked for, as long as the team's credit covers the model's maximum output.
+A team whose credit covers less gets a cap equal to what its credit covers (at least `credit.min_output_tokens`,
+else 402), on every path. A translated path whose upstream protocol requires a cap sends the model's maximum."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The overdraw bound of docs/api/billing.md, measured (issue 9 item 7, issue 20 rule 3): a team goes below
-zero only by what requests cost above their estimate. The client sends no cap. The upstream honours whatever
-output cap it is sent and, sent none, answers the model's maximum output (the catalog's `max_output_tokens`,
+"""The overdraw bound of docs/api/text-gateway.md (Billing), measured (issue 9 item 7, issue 20 rule 3): a team
+goes below zero only by what requests cost above their estimate. The client sends no cap. The upstream honours
+whatever output cap it is sent and, sent none, answers the model's maximum output (the catalog's `max_output_tokens`,
 which no real model passes). The gateway adds no cap while the team's credit covers that maximum, and caps
 the answer to what the credit covers once it does not (down to `credit.min_output_tokens`, then 402). Many
 concurrent requests against a balance worth a few of them must then leave the team at no less than

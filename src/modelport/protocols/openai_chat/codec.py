@@ -48,7 +48,10 @@ class OpenAIChatCodec:
 
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
         if not stream:
-            body.pop("stream_options", None)
+            if not fast:
+                # A translated body may carry the client's own stream option; the fast path sends the client's
+                # body as it is (the upstream answers it as it would without the gateway).
+                body.pop("stream_options", None)
             return False
         # Always ask for usage so the stream can be billed; hide it if the client did not ask.
         options = body.get("stream_options")

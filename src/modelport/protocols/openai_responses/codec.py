@@ -49,7 +49,9 @@ class OpenAIResponsesCodec:
         return '.delta"' in data
 
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
-        if not stream:
+        if not stream and not fast:
+            # A translated body may carry the client's own stream option; the fast path sends the client's body
+            # as it is (the upstream answers it as it would without the gateway).
             body.pop("stream_options", None)
         return False
 
