@@ -68,7 +68,8 @@ def test_a_messages_upstream_gets_the_models_maximum_when_the_client_set_none(gw
         r = _send(gw, key, path, body)
         assert r.status_code == 200, r.text
         sent = gw.upstream.last_request
-        assert sent is not None and sent.json["max_tokens"] == MODEL_MAX, (path, sent.json)
+        assert sent is not None
+        assert sent.json["max_tokens"] == MODEL_MAX, (path, sent.json)
 
 
 def _covered(balance_micros: int) -> int:
