@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-log = logging.getLogger("modelport.catalog")
 SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
 UpstreamKind = Literal["openai_chat", "openai_responses", "anthropic", "openai_compatible", "local"]
@@ -64,7 +62,7 @@ class TextModel(BaseModel):
     # client sets no cap). None: the upstream kind's default (`upstreams.kinds.DEFAULT_MAX_OUTPUT_TOKENS`).
     max_output_tokens: int | None = Field(default=None, gt=0)
     # No longer used (the gateway sends no cap the client did not ask for; docs/api/text-gateway.md,
-    # Billing): still accepted so older catalog files load, with a warning.
+    # Billing): still accepted so older catalog files load; a file import warns about it.
     default_max_output_tokens: int | None = Field(default=None, gt=0)
     prices: Prices = Field(default_factory=Prices)
     deployments: list[Deployment] = Field(min_length=1)
@@ -77,16 +75,6 @@ class TextModel(BaseModel):
     def _check_id(cls, value: str) -> str:
         if not SLUG_RE.match(value):
             raise ValueError("model id must be <provider>/<name>")
-        return value
-
-    @field_validator("default_max_output_tokens")
-    @classmethod
-    def _unused(cls, value: int | None) -> int | None:
-        if value is not None:
-            log.warning(
-                "catalog: default_max_output_tokens is no longer used (no cap is sent that the client did not "
-                "ask for); set max_output_tokens to the model's maximum output instead"
-            )
         return value
 
     @property
