@@ -17,7 +17,8 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tests.integration.money.helpers import CONFIG_TOML, admin, server, team_with_key
+from tests.integration.money.helpers import CONFIG_TOML, admin, migrate, server, team_with_key
+from tests.support.databases import BACKENDS, database_url
 from tests.support.fake_upstream import ServerThread
 
 MODEL_MAX = 100  # the catalog's max_output_tokens of every model here
@@ -149,33 +150,42 @@ async def _settled_balance(running: Any, team: str, charges: int) -> int:
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("input_tokens", [2, 40], ids=["input-within-estimate", "input-above-estimate"])
-async def test_overdraw_stays_within_the_documented_bound(tmp_path: Path, input_tokens: int) -> None:
+async def test_overdraw_stays_within_the_documented_bound(tmp_path: Path, input_tokens: int, backend: str) -> None:
     upstream = CapHonouringUpstream(input_tokens)
     upstream.server.start()
     try:
         env = _config(tmp_path, upstream)
-        with server(tmp_path, env) as running:
-            for n, (path, model) in enumerate(CASES):
-                team = f"overdraw-{n}"
-                key = team_with_key(running, team, None)
-                topup = {"amount_usd": f"{BALANCE_MICROS / 1_000_000:.6f}"}
-                assert admin(running, "POST", f"/teams/{team}/topups", json=topup).status_code == 200
-                statuses = await _burst(running.text_url + path, _body(path, model), key)
-                admitted = statuses.count(200)
-                assert set(statuses) <= {200, 402}, statuses
-                assert 0 < admitted < CONCURRENT, statuses  # the balance ran out mid-burst
-                balance = await _settled_balance(running, team, admitted)
-                # Output is held to what the estimate assumed (the model's maximum, or the cap the credit
-                # covered); only input counted above its estimate (at most all of it: the estimate is never
-                # negative) can take the team below zero.
-                bound = admitted * input_tokens * INPUT_RATE
-                assert balance >= -bound, (path, model, balance, bound, admitted)
-                if input_tokens == 2:  # "Say many words." is estimated at 3 or more tokens: no overdraw at all
-                    assert balance >= 0, (path, model, balance)
+        async with database_url(backend, tmp_path) as db_url:
+            env["MODELPORT_DATABASE_URL"] = db_url
+            if backend == "postgres":
+                migrate(tmp_path, env)
+            await _run_cases(tmp_path, env, input_tokens)
         # Teams with credit for the model's maximum got no cap on the fast paths (the translated Messages
         # upstream needs one: the maximum); the last requests of a team short of it got what it covered.
         assert None in upstream.caps_seen
         assert any(cap is not None and MIN_CAP <= cap < MODEL_MAX for cap in upstream.caps_seen), upstream.caps_seen
     finally:
         upstream.server.stop()
+
+
+async def _run_cases(tmp_path: Path, env: dict[str, str], input_tokens: int) -> None:
+    with server(tmp_path, env) as running:
+        for n, (path, model) in enumerate(CASES):
+            team = f"overdraw-{n}"
+            key = team_with_key(running, team, None)
+            topup = {"amount_usd": f"{BALANCE_MICROS / 1_000_000:.6f}"}
+            assert admin(running, "POST", f"/teams/{team}/topups", json=topup).status_code == 200
+            statuses = await _burst(running.text_url + path, _body(path, model), key)
+            admitted = statuses.count(200)
+            assert set(statuses) <= {200, 402}, statuses
+            assert 0 < admitted < CONCURRENT, statuses  # the balance ran out mid-burst
+            balance = await _settled_balance(running, team, admitted)
+            # Output is held to what the estimate assumed (the model's maximum, or the cap the credit
+            # covered); only input counted above its estimate (at most all of it: the estimate is never
+            # negative) can take the team below zero.
+            bound = admitted * input_tokens * INPUT_RATE
+            assert balance >= -bound, (path, model, balance, bound, admitted)
+            if input_tokens == 2:  # "Say many words." is estimated at 3 or more tokens: no overdraw at all
+                assert balance >= 0, (path, model, balance)
