@@ -127,8 +127,9 @@ class ProtocolCodec(Protocol):
     def error_body(
         self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
     ) -> dict[str, Any]:
-        """A JSON error body in this protocol's shape (for clients of this protocol). `type` is the gateway's
-        (OpenAI-style) error type; a protocol with its own types maps them from the HTTP `status`."""
+        """A JSON error body in this protocol's shape (for clients of this protocol), carrying `type`, the
+        interface's error type (one table for every endpoint, docs/api/errors.md). `status` is the HTTP status
+        the body goes with, for a protocol whose shape needs it."""
         ...
 
 
