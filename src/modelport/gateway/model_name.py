@@ -22,7 +22,7 @@ import orjson
 # A JSON string, written as the "unrolled loop" (one character class per run): several times faster in `re`.
 _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 _MODEL = re.compile(r'"model"\s*:\s*' + _STRING)
-_MODEL_VALUE = re.compile(r'("model"\s*:\s*)' + _STRING)
+_MODEL_VALUE_BYTES = re.compile(rb'("model"\s*:\s*)' + _STRING.encode())
 _STRINGS = re.compile(_STRING)
 
 
@@ -71,15 +71,24 @@ class ModelNamer:
         return rewritten.encode()
 
 
-def splice_request_model(raw: bytes, model: str) -> bytes | None:
-    """A client's request body with its top-level `model` value replaced and every other byte kept (spacing
-    included); None when the body does not name `"model"` exactly once, as a top-level key with a string value
-    (then the caller serialises the parsed body instead)."""
-    if raw.count(b'"model"') != 1:
+def splice_request_model(raw: bytes, body: dict[str, Any]) -> bytes | None:
+    """A client's request bytes with only the `model` value replaced by ``body["model"]``, every other byte
+    kept (spacing included), when that gives exactly `body` (the parsed request with the upstream's model);
+    None otherwise (e.g. `"model"` written more than once, or spelled with escapes): then the caller
+    serialises `body` instead. A body with escapes is checked by parsing the result (much cheaper than
+    counting the nesting depth over a large body's text)."""
+    at = raw.find(b'"model"')
+    if at < 0 or raw.find(b'"model"', at + 7) >= 0:
         return None
-    text = raw.decode()
-    match = _MODEL_VALUE.search(text)
-    if match is None or _depth(text, match.start()) != 1:
+    match = _MODEL_VALUE_BYTES.match(raw, at)
+    if match is None:
         return None
-    value = orjson.dumps(model).decode()
-    return (text[: match.end(1)] + value + text[match.end() :]).encode()
+    spliced = raw[: match.end(1)] + orjson.dumps(body["model"]) + raw[match.end() :]
+    if b"\\" not in raw:
+        # No escapes anywhere: the top-level key is spelled `"model"`, so the one occurrence is it.
+        return spliced
+    try:
+        same = orjson.loads(spliced) == body
+    except orjson.JSONDecodeError:
+        return None
+    return spliced if same else None

@@ -164,7 +164,7 @@ class UpstreamCaller:
             body = codec.encode_request(canonical, deployment.model)
             body["stream"] = ctx.stream
         strip_usage = codec.prepare_upstream_body(body, stream=ctx.stream, fast=fast)
-        raw = _client_bytes(ctx, body, deployment.model) if fast else None
+        raw = _client_bytes(ctx, body) if fast else None
         return body, strip_usage, raw
 
     def _headers(self, ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec) -> dict[str, str]:
@@ -188,7 +188,7 @@ def _cap_fast_body(body: dict[str, Any], cap: int, kind_field: str) -> None:
         body[kind_field] = cap
 
 
-def _client_bytes(ctx: RequestContext, body: dict[str, Any], upstream_model: str) -> bytes | None:
+def _client_bytes(ctx: RequestContext, body: dict[str, Any]) -> bytes | None:
     """The client's request bytes with only `model` spliced in, when the body going upstream is exactly the
     client's but for `model` (whitespace, key order and number spellings stay the client's); None otherwise."""
     raw = ctx.raw_body
@@ -196,4 +196,4 @@ def _client_bytes(ctx: RequestContext, body: dict[str, Any], upstream_model: str
         return None
     if any(value is not ctx.body.get(key) for key, value in body.items() if key != "model"):
         return None
-    return splice_request_model(raw, upstream_model)
+    return splice_request_model(raw, body)
