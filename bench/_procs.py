@@ -176,13 +176,13 @@ def catalog_toml(fake_url: str) -> str:
 [[text_models]]
 id = "bench/fast"
 prices = {prices}
-default_max_output_tokens = 64
+max_output_tokens = 64
 deployments = [{{ kind = "openai_chat", base_url = "{fake_url}/v1", model = "m" }}]
 
 [[text_models]]
 id = "bench/translated"
 prices = {prices}
-default_max_output_tokens = 64
+max_output_tokens = 64
 deployments = [{{ kind = "anthropic", base_url = "{fake_url}", model = "m" }}]
 """
 

@@ -43,9 +43,18 @@ def load_catalog_file(path: Path | None) -> CatalogFile:
         else:
             raw = path.read_text("utf-8")
         data = tomllib.loads(raw) if (path is None or path.suffix != ".json") else _json(raw)
-        return CatalogFile.model_validate(data)
+        catalog = CatalogFile.model_validate(data)
     except (OSError, tomllib.TOMLDecodeError, ValidationError, ValueError) as exc:
         raise CatalogFileError(f"catalog {path or 'default'}: {exc}") from exc
+    legacy = [m.id for m in catalog.text_models if m.default_max_output_tokens is not None]
+    if legacy:
+        log.warning(
+            "catalog %s: default_max_output_tokens is no longer used (the gateway sends no output cap the client "
+            "did not ask for); set max_output_tokens to the model's maximum output instead: %s",
+            path or "default",
+            ", ".join(legacy),
+        )
+    return catalog
 
 
 def _json(raw: str) -> Any:

@@ -58,9 +58,12 @@ class TextModel(BaseModel):
     display_name: str | None = None
     created_at: int = 1_735_689_600  # 2025-01-01, for model lists that want a date
     context_window: int | None = Field(default=None, gt=0)
-    # The most output tokens the model can produce (shown in model lists); None when unknown.
+    # The most output tokens the model can produce (shown in model lists; the balance hold assumes it when the
+    # client sets no cap). None: the upstream kind's default (`upstreams.kinds.DEFAULT_MAX_OUTPUT_TOKENS`).
     max_output_tokens: int | None = Field(default=None, gt=0)
-    default_max_output_tokens: int = Field(default=4096, gt=0)
+    # No longer used (the gateway sends no cap the client did not ask for; docs/api/text-gateway.md,
+    # Billing): still accepted so older catalog files load; a file import warns about it.
+    default_max_output_tokens: int | None = Field(default=None, gt=0)
     prices: Prices = Field(default_factory=Prices)
     deployments: list[Deployment] = Field(min_length=1)
     active: bool = True

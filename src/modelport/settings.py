@@ -83,6 +83,9 @@ class CreditSettings(BaseModel):
     # How long a request waits for other processes to return unused reservations when the team's available
     # balance is short but other processes hold some of its money; then 402.
     ask_back_wait_seconds: float = Field(default=2.0, ge=0)
+    # A team whose credit cannot cover a model's maximum output gets its answer capped to what it covers, but
+    # never below this many output tokens: below, the request is refused with 402 (docs/api/text-gateway.md, Billing).
+    min_output_tokens: int = Field(default=1024, ge=1)
 
 
 class AssetsSettings(BaseModel):

@@ -360,7 +360,7 @@ class FakeUpstream(ThreadedServer):
                 _abort(request)
                 return resp
             if reply.error_after is not None and n == reply.error_after:
-                await resp.write(_error_event(proto, reply.error_message, n))
+                await resp.write(_error_event(proto, reply.error_message, n, reply.error_type))
                 break
             await resp.write(event)
             if reply.chunk_delay:
@@ -385,9 +385,9 @@ def _events(proto: Protocol, a: Answer, model: str, rid: str, include_usage: boo
     return shapes.messages_events(a, model, rid)
 
 
-def _error_event(proto: Protocol, message: str, sequence_number: int) -> bytes:
+def _error_event(proto: Protocol, message: str, sequence_number: int, error_type: str | None = None) -> bytes:
     if proto == "chat":
-        return shapes.sse_data(shapes.openai_error(500, message, None, None))
+        return shapes.sse_data(shapes.openai_error(500, message, error_type, None))
     if proto == "responses":
         return shapes.responses_error_event(message, sequence_number)
     return shapes.anthropic_error_event(message)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import orjson
+import pytest
 
-from modelport.gateway.model_name import ModelNamer
+from modelport.gateway.model_name import ModelNamer, splice_request_model
 
 NAMER = ModelNamer("acme/claude")
 
@@ -62,3 +63,32 @@ def test_a_stream_of_chunks_sharing_a_prefix() -> None:
         "nested": {"deeper": {"model": "keep"}},
         "model": "acme/chat",
     }
+
+
+# ---------------------------------------------------------------- requests: the client's bytes, the upstream's model
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"messages": [{"role": "user", "content": "hi"}], "model": "fake/chat", "temperature": 0.50}',
+        b'{\n  "model" :  "fake/chat",\n  "input": "caf\\u00e9"\n}',
+    ],
+)
+def test_a_request_keeps_every_byte_but_the_model_value(raw: bytes) -> None:
+    body = {**orjson.loads(raw), "model": "gpt-4o"}
+    spliced = splice_request_model(raw, body)
+    assert spliced is not None and orjson.loads(spliced) == body
+    assert spliced.replace(b'"gpt-4o"', b'"fake/chat"') == raw
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"model": "fake/chat", "metadata": {"model": "x"}}',  # named twice
+        b'{"mod\\u0065l": "fake/chat", "metadata": {"model": "fake/chat"}}',  # the top-level key spelled with escapes
+    ],
+)
+def test_a_request_naming_model_oddly_is_not_spliced(raw: bytes) -> None:
+    body = {**orjson.loads(raw), "model": "gpt-4o"}
+    assert splice_request_model(raw, body) is None

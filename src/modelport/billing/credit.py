@@ -126,11 +126,18 @@ class CreditBook:
     def owner(self) -> str:
         return self._owner
 
-    async def admit(self, team_id: str, estimate_micros: int, key: KeyHold | None = None) -> Allocation | None:
+    async def admit(
+        self, team_id: str, estimate_micros: int, key: KeyHold | None = None, minimum_micros: int | None = None
+    ) -> Allocation | None:
         """Take `estimate_micros` from the team's reservation (with `key`, the reservation of that key's
         period, held against the team and the key's limit), reserving more when it is short; None when the
         team as a whole (available balance and what other processes hold unused) cannot cover it; raises
-        KeyBudgetShort when the key's limit cannot."""
+        KeyBudgetShort when the key's limit cannot.
+
+        With `minimum_micros` (below the estimate), a team whose available balance cannot cover the whole
+        estimate is admitted with what it has, down to that minimum: the allocation's `estimate_micros` is
+        what was held (the caller caps the request's output to it; docs/api/text-gateway.md, Billing)."""
+        minimum = estimate_micros if minimum_micros is None else max(0, min(minimum_micros, estimate_micros))
         holder = team_id if key is None else _holder(team_id, key)
         credit = self._teams.get(holder)
         if credit is None:
@@ -141,18 +148,19 @@ class CreditBook:
             async with credit.lock:
                 # Re-check: another request may have reserved while this one waited for the lock.
                 if self._short(credit, estimate_micros):
-                    short = await self._reserve(team_id, credit, estimate_micros)
+                    short = await self._reserve(team_id, credit, estimate_micros, minimum)
                     if short == "key":
                         raise KeyBudgetShort(key.key_id if key else "")
                     if short is not None:
                         return None
         current = credit.current
         assert current is not None
-        credit.available -= estimate_micros
+        held = min(estimate_micros, credit.available)
+        credit.available -= held
         credit.in_flight += 1
         current.in_flight += 1
         credit.last_used = time.monotonic()
-        return Allocation(team_id, current.ref, estimate_micros, key)
+        return Allocation(team_id, current.ref, held, key)
 
     def settle(self, allocation: Allocation, cost_micros: int, request_id: str) -> None:
         """The request ended and cost `cost_micros`: settle it in the background; the unused part of its
@@ -195,7 +203,7 @@ class CreditBook:
             or time.monotonic() - credit.current.reserved_at > self._max_age
         )
 
-    async def _reserve(self, team_id: str, credit: _TeamCredit, estimate: int) -> str | None:
+    async def _reserve(self, team_id: str, credit: _TeamCredit, estimate: int, minimum: int) -> str | None:
         """Take a new reservation for the holder; None when done, else who is short: `team` or `key`."""
         current = credit.current
         if current is not None and credit.available < estimate:  # used up (not rotated for its age)
@@ -224,6 +232,8 @@ class CreditBook:
                     share_divisor=FAIR_SHARE,
                     key=key,
                 )
+                if amount is None and minimum < estimate:
+                    amount = await self._reserve_what_is_left(team_id, ref, estimate, minimum, deadline, key)
             except KeyBudgetShort:
                 amount, short = None, "key"
             if amount is not None:
@@ -249,6 +259,27 @@ class CreditBook:
         self._reservations[ref] = reservation
         credit.current, credit.available = reservation, amount
         return None
+
+    async def _reserve_what_is_left(
+        self, team_id: str, ref: str, estimate: int, minimum: int, deadline: float, key: KeyHold | None
+    ) -> int | None:
+        """The team cannot cover the whole estimate: reserve for this request alone what its available balance
+        holds, up to the estimate and not below `minimum`. What this process gave back itself is written
+        first, so it counts."""
+        if self._settlements.pending:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    await self._settlements.flush()
+        return await ledger.reserve(
+            self._engine,
+            team_id,
+            want_micros=estimate,
+            minimum_micros=minimum,
+            ref=ref,
+            owner=self._owner,
+            lease_until_ms=self._lease_until(),
+            key=key,
+        )
 
     def _return(self, credit: _TeamCredit) -> None:
         """Give back the unused part of the team's current reservation; it closes once its requests end."""

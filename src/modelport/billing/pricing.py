@@ -60,7 +60,3 @@ def estimate_input_tokens(request: CanonicalRequest) -> int:
     for tool in request.tools:
         chars += len(tool.name) + len(tool.description or "") + len(str(tool.parameters or ""))
     return chars // CHARS_PER_TOKEN + 16
-
-
-def estimated_usage(request: CanonicalRequest, max_output_tokens: int) -> Usage:
-    return Usage(input_tokens=estimate_input_tokens(request), output_tokens=max_output_tokens)

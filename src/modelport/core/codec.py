@@ -98,7 +98,10 @@ class ProtocolCodec(Protocol):
         """Protocol headers for an upstream call, from the forwarded client headers."""
         ...
 
-    def decode_request(self, body: dict[str, Any]) -> CanonicalRequest: ...
+    def decode_request(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
+        """The client's body → the canonical request. `headers` are the client's request headers (a protocol
+        whose body rules depend on one, such as Messages' `anthropic-beta`, reads them)."""
+        ...
 
     def encode_request(self, req: CanonicalRequest, upstream_model: str) -> dict[str, Any]: ...
 
@@ -124,8 +127,9 @@ class ProtocolCodec(Protocol):
     def error_body(
         self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
     ) -> dict[str, Any]:
-        """A JSON error body in this protocol's shape (for clients of this protocol). `type` is the gateway's
-        (OpenAI-style) error type; a protocol with its own types maps them from the HTTP `status`."""
+        """A JSON error body in this protocol's shape (for clients of this protocol), carrying `type`, the
+        interface's error type (one table for every endpoint, docs/api/errors.md). `status` is the HTTP status
+        the body goes with, for a protocol whose shape needs it."""
         ...
 
 

@@ -30,8 +30,13 @@ class RequestContext:
     svc_user_id: str | None
     headers: dict[str, str]  # forwarded protocol headers (anthropic-version, anthropic-beta)
     started_ms: int
+    # The client's request body as it came (the fast path forwards these bytes with only `model` spliced in).
+    raw_body: bytes = b""
     # Filled in by admission (billing) and by the call.
     held_micros: int = 0
+    # The output cap the team's credit allows when it cannot cover the model's maximum output; None: no cap
+    # is added (the client's own, if any, goes upstream as it sent it).
+    output_cap: int | None = None
     # The canonical request was changed after decoding (own media inlined): the body cannot be forwarded as is.
     rewritten: bool = False
     extra_response_headers: dict[str, str] = field(default_factory=dict)

@@ -34,7 +34,6 @@ from modelport.gateway.pipeline import FORWARDED_HEADERS, TEXT_GATEWAY, TextGate
 from modelport.gateway.upstream_errors import client_error_for, is_deployment_fault, is_retryable
 from modelport.protocols import get_codec
 from modelport.protocols.anthropic_messages import CODEC as MESSAGES
-from modelport.protocols.anthropic_messages import decode_request
 from modelport.upstreams.kinds import auth_headers, count_tokens_url, protocol_of
 from modelport.upstreams.transport import UpstreamUnreachable
 from modelport.web.deps import get_services, text_auth
@@ -82,7 +81,9 @@ async def count_tokens(request: Request, auth: AuthContext = Depends(text_auth))
     limit_headers = await enforce_query_limit(request, auth)
     body = await read_json_body(request)
     # Validated as a Messages request; counting needs no output cap, so a missing one is not an error.
-    canonical = decode_request({**body, "max_tokens": 1} if "max_tokens" not in body else body)
+    canonical = MESSAGES.decode_request(
+        {**body, "max_tokens": 1} if "max_tokens" not in body else body, request.headers
+    )
     gateway = get_services(request)[TEXT_GATEWAY]
     model = await gateway.resolve_model(canonical.model, auth)
     estimate = estimate_input_tokens(canonical)

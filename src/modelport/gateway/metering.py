@@ -2,13 +2,16 @@
 
 Admission (on the hot path, in this order, cheapest refusal first):
 1. inference RPM of the team's tier → 429 `rate_limit_exceeded` with `X-RateLimit-*` and `Retry-After`;
-   then the key's own RPM, the tier's TPM and the key's TPM (tokens: the estimate's input + output, corrected
-   to the usage when the request ends), each 429 with that limit's own headers;
+   then the key's own RPM, the tier's TPM and the key's TPM (tokens: the estimated input + the client's output
+   cap, else `credit.min_output_tokens`; corrected to the usage when the request ends), each 429 with that
+   limit's own headers;
 2. concurrent in-flight requests of the team → 429 `request_limited`;
 3. a hold of the estimated cost (input from the request's size, output from its cap or the model's
-   default cap), taken from the process's credit reservation for the team (`billing.credit`) → 402
-   `insufficient_quota` when the team's balance cannot cover it; for a key with a spend limit the
-   reservation is the key's, held against its limit too → 402 with `code: key_budget_exceeded`.
+   maximum output), taken from the process's credit reservation for the team (`billing.credit`); a team
+   whose credit covers less gets an output cap equal to what it covers (`gateway.output_hold`), and 402
+   `insufficient_quota` when it cannot cover even the minimum cap (`credit.min_output_tokens`); for a key
+   with a spend limit the reservation is the key's, held against its limit too → 402 with
+   `code: key_budget_exceeded`.
 Reservations are conditional database updates made once per many requests, so the hot path usually has
 no database write at all, and concurrent requests still cannot spend money the team does not have.
 Settlement and the log row are queued (see `billing.settlement` and `requestlog.writer`) and written in
@@ -25,12 +28,13 @@ from typing import Any
 
 from modelport.billing.credit import Allocation, CreditBook
 from modelport.billing.key_budget import KeyBudgetShort, key_hold
-from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens, estimated_usage
+from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens
 from modelport.clock import now_ms
 from modelport.core.usage import Usage
 from modelport.errors import InsufficientQuota, RateLimited, RequestLimited
 from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.gateway.logsink import RequestLogSink
+from modelport.gateway.output_hold import output_hold
 from modelport.metrics import SPEND, TEXT_OUTCOMES, TOKENS
 from modelport.money import micros_to_usd
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
@@ -113,10 +117,13 @@ class Metering:
                 1,
                 "this API key's rate limit of {} requests per minute",
             )
-        max_out = ctx.canonical.max_output_tokens or ctx.model.default_max_output_tokens
-        usage_estimate = estimated_usage(ctx.canonical, max_out)
+        hold = output_hold(ctx, self._settings.credit.min_output_tokens)
         if tier.tpm is not None or (limits is not None and limits.tpm is not None):
-            tokens = usage_estimate.input_tokens + usage_estimate.output_tokens
+            # The client's cap, else the minimum output cap: a rate limit, not money, so the model's whole
+            # maximum output is not assumed; the count is corrected to the usage when the request ends.
+            client_cap = ctx.canonical.max_output_tokens
+            expected_output = min(hold.bound, client_cap or self._settings.credit.min_output_tokens)
+            tokens = estimate_input_tokens(ctx.canonical) + expected_output
             counted: list[tuple[str, int, int]] = []
             self._tokens[ctx.request_id] = counted
             if tier.tpm is not None:
@@ -144,11 +151,9 @@ class Metering:
             self._log_refusal(ctx, busy.status, busy.text_message)
             raise busy
         self._leases[ctx.request_id] = lease
-        # At least one micro-USD: a team with nothing left is refused even for a (nearly) free model.
-        estimate = max(1, cost_micros(usage_estimate, ctx.model.prices))
         try:
-            hold = None if limits is None else key_hold(ctx.auth.key_id, limits, now_ms())
-            allocation = await self._credit.admit(team, estimate, hold)
+            key = None if limits is None else key_hold(ctx.auth.key_id, limits, now_ms())
+            allocation = await self._credit.admit(team, hold.estimate, key, hold.minimum)
         except KeyBudgetShort:
             await self._release_lease(ctx)
             self._return_tokens(ctx)
@@ -173,7 +178,11 @@ class Metering:
             )
             self._log_refusal(ctx, poor.status, poor.text_message)
             raise poor
-        ctx.held_micros = estimate
+        if allocation.estimate_micros < hold.estimate:
+            # The team's credit covers less than the model's maximum output: the answer is capped to what it
+            # covers, on every path (docs/api/text-gateway.md, Billing).
+            ctx.output_cap = hold.covered_tokens(allocation.estimate_micros)
+        ctx.held_micros = allocation.estimate_micros
         self._allocations[ctx.request_id] = allocation
 
     async def _rate(

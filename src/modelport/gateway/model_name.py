@@ -22,6 +22,7 @@ import orjson
 # A JSON string, written as the "unrolled loop" (one character class per run): several times faster in `re`.
 _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 _MODEL = re.compile(r'"model"\s*:\s*' + _STRING)
+_MODEL_VALUE_BYTES = re.compile(rb'("model"\s*:\s*)' + _STRING.encode())
 _STRINGS = re.compile(_STRING)
 
 
@@ -68,3 +69,26 @@ class ModelNamer:
         if rewritten is text:
             return orjson.dumps(parsed)  # an unusual spelling of the key: re-serialise rather than miss it
         return rewritten.encode()
+
+
+def splice_request_model(raw: bytes, body: dict[str, Any]) -> bytes | None:
+    """A client's request bytes with only the `model` value replaced by ``body["model"]``, every other byte
+    kept (spacing included), when that gives exactly `body` (the parsed request with the upstream's model);
+    None otherwise (e.g. `"model"` written more than once, or spelled with escapes): then the caller
+    serialises `body` instead. A body with escapes is checked by parsing the result (much cheaper than
+    counting the nesting depth over a large body's text)."""
+    at = raw.find(b'"model"')
+    if at < 0 or raw.find(b'"model"', at + 7) >= 0:
+        return None
+    match = _MODEL_VALUE_BYTES.match(raw, at)
+    if match is None:
+        return None
+    spliced = raw[: match.end(1)] + orjson.dumps(body["model"]) + raw[match.end() :]
+    if b"\\" not in raw:
+        # No escapes anywhere: the top-level key is spelled `"model"`, so the one occurrence is it.
+        return spliced
+    try:
+        same = orjson.loads(spliced) == body
+    except orjson.JSONDecodeError:
+        return None
+    return spliced if same else None

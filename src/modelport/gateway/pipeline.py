@@ -56,6 +56,11 @@ class ClientGone(ClientDisconnect):
 
 
 async def read_json_body(request: Request) -> dict[str, Any]:
+    return (await read_json_body_raw(request))[0]
+
+
+async def read_json_body_raw(request: Request) -> tuple[dict[str, Any], bytes]:
+    """The request's JSON object and the bytes it came as."""
     raw = await read_body(request, MAX_BODY_BYTES)  # counted as it arrives: a chunked body has no length
     try:
         body = orjson.loads(raw)
@@ -65,7 +70,7 @@ async def read_json_body(request: Request) -> dict[str, Any]:
         raise InvalidParameters("the request body must be a JSON object")
     if nests_deeper_than(raw, body):
         raise InvalidParameters(f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
-    return body
+    return body, raw
 
 
 class TextGateway:
@@ -101,8 +106,9 @@ class TextGateway:
         started_ms = now_ms()
         body: dict[str, Any] | None = None
         try:
-            body = await read_json_body(request)
+            body, raw = await read_json_body_raw(request)
             ctx = await self._context(request, endpoint, protocol, auth, body, started_ms)
+            ctx.raw_body = raw
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
             self.accounting.refuse(Refusal(request.state.request_id, auth, endpoint, body, started_ms, exc))
@@ -122,7 +128,7 @@ class TextGateway:
         user_id = svc_user_id(request.headers)
         session = session_id(request.headers)
         codec = get_codec(protocol)
-        canonical = codec.decode_request(body)
+        canonical = codec.decode_request(body, request.headers)
         model = await self.resolve_model(canonical.model, auth)
         return RequestContext(
             request_id=request.state.request_id,

@@ -35,6 +35,8 @@ from modelport.gateway.upstream_call import OpenCall
 from modelport.upstreams.transport import UpstreamStreamBroken
 
 STREAM_BROKEN_MESSAGE = "the upstream stream ended unexpectedly"
+UPSTREAM_EVENT_MESSAGE = "upstream error event in stream"  # the event named no message
+_MAX_EVENT_MESSAGE = 1000
 
 
 def sse_frame(event: str | None, data: str) -> bytes:
@@ -72,6 +74,22 @@ def _cut(call: OpenCall, outcome: Outcome) -> str:
     message = call.reply.cut_reason or STREAM_BROKEN_MESSAGE
     outcome.fail(message)
     return message
+
+
+def upstream_event_message(data: str) -> str:
+    """The message of an upstream's in-stream error event, for the request log: Chat's and Messages'
+    ``error.message``, Responses' ``message`` (``error`` event) or ``response.error.message``
+    (``response.failed``)."""
+    try:
+        parsed: Any = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        response = parsed.get("response")
+        for holder in (parsed.get("error"), response.get("error") if isinstance(response, dict) else None, parsed):
+            if isinstance(holder, dict) and isinstance(holder.get("message"), str) and holder["message"]:
+                return str(holder["message"])[:_MAX_EVENT_MESSAGE]
+    return UPSTREAM_EVENT_MESSAGE
 
 
 def _ends_well(call: OpenCall, event: str | None, data: str) -> bool:
@@ -133,7 +151,7 @@ async def fast_stream(
     sniffer = ctx.codec.usage_sniffer()
     namer = ModelNamer(ctx.canonical.model)
     codec = ctx.codec
-    done = False
+    done = errored = False
     assert call.reply.chunks is not None
     # Only teams that keep payloads pay for decoding the relayed stream on the side.
     keeper = _Keeper(ctx) if ctx.auth.log_retention else None
@@ -153,8 +171,10 @@ async def fast_stream(
                             done = True
                         data = sse.data
                         if codec.is_error_event(sse.event, data):
-                            outcome.fail("upstream error event in stream")
+                            # The upstream's own error reaches the client; it is the one error it gets.
+                            errored = True
                             data = UPSTREAM_SECRETS.scrub(data)  # some upstreams quote their key
+                            outcome.fail(upstream_event_message(data))
                         if call.strip_usage_chunk and _is_usage_only_chunk(data):
                             continue
                         outcome.produced_chars += 4  # ~1 token per streamed delta (see Outcome)
@@ -165,7 +185,7 @@ async def fast_stream(
                 outcome.upstream_done = perf_counter()
             except UpstreamStreamBroken:
                 done = False
-            if not done:
+            if not done and not errored:
                 encoder = ctx.codec.stream_encoder(ctx.canonical.model, ctx.request_id, False)
                 yield encoder.error(_cut(call, outcome))
         finally:

@@ -18,6 +18,7 @@ from modelport.core.codec import ProtocolCodec, ProtocolName
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.errors import ModelUnavailable
 from modelport.gateway.context import RequestContext
+from modelport.gateway.model_name import splice_request_model
 from modelport.gateway.routing import Candidate, DeploymentRouter
 from modelport.gateway.upstream_errors import (
     client_error_for,
@@ -34,7 +35,7 @@ from modelport.metrics import (
     provider_of,
 )
 from modelport.protocols import get_codec
-from modelport.upstreams.kinds import OUTPUT_CAP_FIELD, auth_headers, protocol_of
+from modelport.upstreams.kinds import OUTPUT_CAP_FIELD, auth_headers, deployment_max_output, protocol_of
 from modelport.upstreams.pool import UpstreamPool
 from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
 
@@ -97,7 +98,7 @@ class UpstreamCaller:
             up_protocol = protocol_of(deployment)
             codec = get_codec(up_protocol)
             fast = up_protocol == ctx.protocol and not ctx.rewritten
-            body, strip_usage = self._body(ctx, deployment, codec, fast)
+            body, strip_usage, raw = self._body(ctx, deployment, codec, fast)
             headers = self._headers(ctx, deployment, codec)
             labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key))
             span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
@@ -105,7 +106,7 @@ class UpstreamCaller:
             sent = time.perf_counter()
             ctx.upstream_called = True
             try:
-                reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream)
+                reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream, raw=raw)
             except UpstreamUnreachable as exc:
                 UPSTREAM_REQUESTS.labels(*labels, "0").inc()
                 UPSTREAM_ERRORS.labels(*labels, "unreachable").inc()
@@ -143,23 +144,31 @@ class UpstreamCaller:
 
     def _body(
         self, ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, fast: bool
-    ) -> tuple[dict[str, Any], bool]:
-        # The balance hold was sized on the model's default output cap when the client set none: send that
-        # cap to every upstream kind, so an answer cannot run far past the hold (docs: overdraw bound).
-        default_cap = ctx.model.default_max_output_tokens
+    ) -> tuple[dict[str, Any], bool, bytes | None]:
+        """The upstream body, whether the relay must drop an unasked usage chunk, and the exact bytes to send
+        when the body is the client's own but for `model` (None: serialise the body)."""
+        cap = ctx.output_cap  # set only when the team's credit cannot cover the model's maximum output
         if fast:
             body = dict(ctx.body)
             body["model"] = deployment.model
-            if ctx.canonical.max_output_tokens is None and default_cap:
-                body[OUTPUT_CAP_FIELD[deployment.kind]] = default_cap
+            if cap is not None:
+                _cap_fast_body(body, cap, OUTPUT_CAP_FIELD[deployment.kind])
         else:
             canonical = ctx.canonical
-            if canonical.max_output_tokens is None and default_cap:
-                canonical = dataclasses.replace(canonical, max_output_tokens=default_cap)
+            if cap is not None:
+                canonical = dataclasses.replace(
+                    canonical, max_output_tokens=min(cap, canonical.max_output_tokens or cap)
+                )
+            elif canonical.max_output_tokens is None and codec.requires_output_cap:
+                # The upstream protocol needs a cap the client did not give: the model's maximum output.
+                canonical = dataclasses.replace(
+                    canonical, max_output_tokens=deployment_max_output(ctx.model, deployment)
+                )
             body = codec.encode_request(canonical, deployment.model)
             body["stream"] = ctx.stream
         strip_usage = codec.prepare_upstream_body(body, stream=ctx.stream, fast=fast)
-        return body, strip_usage
+        raw = _client_bytes(ctx, body) if fast else None
+        return body, strip_usage, raw
 
     def _headers(self, ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec) -> dict[str, str]:
         headers = {**deployment.headers, **auth_headers(deployment, self.pool.api_key(deployment))}
@@ -167,3 +176,27 @@ class UpstreamCaller:
         if ctx.stream:
             headers["accept"] = "text/event-stream"
         return headers
+
+
+# Every request field that caps the answer, in each protocol (Chat has two).
+_CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+
+
+def _cap_fast_body(body: dict[str, Any], cap: int, kind_field: str) -> None:
+    """Lower the client's own cap fields to `cap`, or add the upstream kind's field when it set none."""
+    own = [name for name in _CAP_FIELDS if isinstance(body.get(name), int)]
+    for name in own:
+        body[name] = min(body[name], cap)
+    if not own:
+        body[kind_field] = cap
+
+
+def _client_bytes(ctx: RequestContext, body: dict[str, Any]) -> bytes | None:
+    """The client's request bytes with only `model` spliced in, when the body going upstream is exactly the
+    client's but for `model` (whitespace, key order and number spellings stay the client's); None otherwise."""
+    raw = ctx.raw_body
+    if not raw or len(body) != len(ctx.body):
+        return None
+    if any(value is not ctx.body.get(key) for key, value in body.items() if key != "model"):
+        return None
+    return splice_request_model(raw, body)

@@ -48,19 +48,20 @@ def check_url(raw: str, allow_hosts: frozenset[str] = frozenset()) -> CheckedUrl
         raw_host = url.raw_host
         port = url.port
     except (ValueError, UnicodeError) as exc:
-        raise UrlRefused("bad_url", f"url is not a valid URL ({exc})") from exc
+        # Not an absolute URL we can parse: the interface's `Invalid format` (media host, Errors).
+        raise UrlFormatRefused() from exc
     scheme = url.scheme.lower()
     if scheme not in ("http", "https"):
         raise UrlFormatRefused()
     if url.raw_user is not None or url.raw_password is not None or "@" in _raw_authority(raw):
         raise UrlFormatRefused()
     if not raw_host or port is None:
-        raise UrlRefused("bad_url", "url has no host")
+        raise UrlFormatRefused()  # `https:///x.png`, `https:x.png`: not an absolute https URL with a host
     host = raw_host.lower()
     if host.endswith(".") and ":" not in host:
         host = host[:-1]  # `example.com.` is `example.com` (aiohttp resolves every name in this form)
     if "%" in host or "\\" in host:
-        raise UrlRefused("bad_url", "url host contains characters a host name cannot have")
+        raise UrlFormatRefused()  # no host name has these
     allowed = host_key(host, port) in allow_hosts
     if scheme != "https" and not allowed:
         raise UrlFormatRefused()

@@ -65,7 +65,11 @@ class UpstreamReply:
 
 
 class Transport(Protocol):
-    async def send(self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool) -> UpstreamReply: ...
+    async def send(
+        self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool, raw: bytes | None = None
+    ) -> UpstreamReply:
+        """Send `body` (`raw`, when given, is the same body as exact bytes to put on the wire)."""
+        ...
 
 
 class HttpTransport:
@@ -78,8 +82,10 @@ class HttpTransport:
     def closed(self) -> bool:
         return self._session.closed
 
-    async def send(self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool) -> UpstreamReply:
-        data = orjson.dumps(body)
+    async def send(
+        self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool, raw: bytes | None = None
+    ) -> UpstreamReply:
+        data = raw if raw is not None else orjson.dumps(body)
         with http_errors_as(UpstreamUnreachable):
             response = await self._session.post(
                 self._url,
@@ -113,7 +119,9 @@ class LocalTransport:
     def __init__(self, model: LocalModel) -> None:
         self._model = model
 
-    async def send(self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool) -> UpstreamReply:
+    async def send(
+        self, body: dict[str, Any], headers: Mapping[str, str], *, stream: bool, raw: bytes | None = None
+    ) -> UpstreamReply:
         try:
             if not stream:
                 completion = await self._model.complete(body)

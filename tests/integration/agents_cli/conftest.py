@@ -38,7 +38,7 @@ def catalog_toml(base: str) -> str:
 id = "{model_id}"
 prices = {{ input = "1", output = "2" }}
 context_window = 200000
-default_max_output_tokens = 8192
+max_output_tokens = 8192
 deployments = [{{ kind = "{kind}", base_url = "{url}", model = "up-{kind}", api_key_env = "AGENT_UPSTREAM_KEY" }}]
 ''')
     return "\n".join(out)

@@ -326,6 +326,11 @@ async def test_own_download_url_is_read_from_storage(main: Assets) -> None:
             {"url": "ftp://example.com/a.png", "type": "bogus"},
             FORMAT,
         ),
+        # Not an absolute https URL with a host (issue 20 rule 4): the interface's `Invalid format` message.
+        ({"url": "https:///x.png", "type": "image"}, FORMAT),
+        ({"url": "https:x.png", "type": "image"}, FORMAT),
+        ({"url": "https://:443/x.png", "type": "image"}, FORMAT),
+        ({"url": "https://[::1/x.png", "type": "image"}, FORMAT),
         (
             {"url": "https://example.com/" + "a" * 2040, "type": "image"},
             "Invalid parameters: url must be at most 2048 characters",

@@ -18,7 +18,6 @@ import anthropic
 import httpx
 import openai
 
-from modelport.upstreams.kinds import OUTPUT_CAP_FIELD
 from tests.support.cassettes import Interaction
 from tests.support.replay_upstream import ReplayUpstream
 from tests.support.server import RunningServer, run_server
@@ -136,26 +135,12 @@ api_key_env = "{UPSTREAM_KEY_ENV}"
 '''
 
 
-# The catalog's default_max_output_tokens (catalog_toml): the cap the balance hold assumed, which the
-# gateway sends upstream when the client sets none (issue 9 item 7). Nothing else of a fast-path body changes.
-DEFAULT_CAP = 1000
-CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
-
-
-def with_cap(request: dict[str, Any], slot: Slot) -> dict[str, Any]:
-    """The body the upstream gets on the fast path for a client body `request`."""
-    if any(request.get(name) is not None for name in CAP_FIELDS):
-        return request
-    return {**request, OUTPUT_CAP_FIELD[slot.upstream_kind]: DEFAULT_CAP}  # type: ignore[index]
-
-
 def catalog_toml(slots: Sequence[Slot], replays: dict[str, ReplayUpstream]) -> str:
     out = []
     for slot in slots:
         out.append(f'''[[text_models]]
 id = "{slot.model_id}"
 prices = {{ input = "1", output = "2", cache_read = "0.5", cache_write = "1.25" }}
-default_max_output_tokens = {DEFAULT_CAP}
 ''')
         out.append(_deployment_toml(slot, replays[slot.name]))
         if slot.fallback_slot is not None:

@@ -19,7 +19,6 @@ from tests.integration.conformance_gateway.replay_gateway import (
     UPSTREAM_KEY,
     ReplayGateway,
     Slot,
-    with_cap,
 )
 from tests.integration.conformance_gateway.sse_wire import WireEvent, parse_sse, read_stream
 from tests.support.cassettes import Interaction
@@ -120,7 +119,7 @@ def test_recorded_exchange_is_relayed_unchanged(gw: ReplayGateway, slot: Slot) -
             assert response.json() == as_named(it.response_json, slot.model_id), f"{it.id}: body differs"
             assert_no_secret(response.text, gw)
         sent = replay.requests[n]
-        assert sent.json == with_cap(it.request_json, slot), f"{it.id}: upstream got a different body"
+        assert sent.json == it.request_json, f"{it.id}: upstream got a different body"
         if slot.upstream_kind == "anthropic":
             assert sent.headers.get("x-api-key") == UPSTREAM_KEY
             assert sent.headers.get("anthropic-version")
@@ -146,7 +145,7 @@ def test_chat_stream_hides_the_usage_chunk_the_client_did_not_ask_for(gw: Replay
         sent = replay.requests[n].json
         assert sent["stream_options"] == {"include_usage": True}
         assert {k: v for k, v in sent.items() if k != "stream_options"} == {
-            k: v for k, v in with_cap(it.request_json, slot).items() if k != "stream_options"
+            k: v for k, v in it.request_json.items() if k != "stream_options"
         }
     replay.assert_all_served()
 
@@ -160,7 +159,7 @@ def test_openai_sdk_chat_json(gw: ReplayGateway) -> None:
     body = client_body(it, slot)
     completion = gw.openai.chat.completions.create(**body)
     assert completion.to_dict(mode="json") == as_named(it.response_json, slot.model_id)
-    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)
+    assert gw.replay(slot).requests[0].json == it.request_json
 
 
 def test_openai_sdk_chat_stream_with_tool_call(gw: ReplayGateway) -> None:
@@ -171,7 +170,7 @@ def test_openai_sdk_chat_stream_with_tool_call(gw: ReplayGateway) -> None:
             chunks = [chunk.to_dict(mode="json") for chunk in stream]
         recorded = [as_named(e.payload, slot.model_id) for e in parse_sse(it.sse_body) if e.data != "[DONE]"]
         assert chunks == recorded
-        assert gw.replay(slot).requests[n].json == with_cap(it.request_json, slot)
+        assert gw.replay(slot).requests[n].json == it.request_json
     gw.replay(slot).assert_all_served()
 
 
@@ -181,7 +180,7 @@ def test_openai_sdk_responses_json(gw: ReplayGateway) -> None:
     response = gw.openai.responses.create(**client_body(it, slot))
     assert response.to_dict(mode="json") == as_named(it.response_json, slot.model_id)
     assert response.output_text
-    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)
+    assert gw.replay(slot).requests[0].json == it.request_json
 
 
 def test_openai_sdk_responses_stream(gw: ReplayGateway) -> None:
@@ -190,7 +189,7 @@ def test_openai_sdk_responses_stream(gw: ReplayGateway) -> None:
     with gw.openai.responses.create(**client_body(it, slot)) as stream:
         events = [event.to_dict(mode="json") for event in stream]
     assert events == [as_named(e.payload, slot.model_id) for e in parse_sse(it.sse_body)]
-    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)
+    assert gw.replay(slot).requests[0].json == it.request_json
 
 
 def test_anthropic_sdk_messages_json(gw: ReplayGateway) -> None:
@@ -199,7 +198,7 @@ def test_anthropic_sdk_messages_json(gw: ReplayGateway) -> None:
         body = client_body(it, slot)
         message = gw.anthropic.beta.messages.create(**body)
         assert message.to_dict(mode="json") == as_named(it.response_json, slot.model_id)
-        assert gw.replay(slot).requests[n].json == with_cap(it.request_json, slot)
+        assert gw.replay(slot).requests[n].json == it.request_json
     gw.replay(slot).assert_all_served()
 
 
@@ -214,4 +213,4 @@ def test_anthropic_sdk_messages_stream(gw: ReplayGateway) -> None:
     # The SDK drops `ping`s; everything else arrives as the real API sent it.
     recorded = [as_named(e.payload, slot.model_id) for e in parse_sse(it.sse_body) if e.event != "ping"]
     assert events == recorded
-    assert gw.replay(slot).requests[0].json == with_cap(it.request_json, slot)
+    assert gw.replay(slot).requests[0].json == it.request_json

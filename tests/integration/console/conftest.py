@@ -63,7 +63,7 @@ def write_catalog(tmp: Path, upstream: FakeUpstream) -> Path:
 [[text_models]]
 id = "{MODEL}"
 prices = {{ input = "1000", output = "2000" }}
-default_max_output_tokens = 100
+max_output_tokens = 100
 deployments = [{{ kind = "openai_chat", base_url = "{upstream.base_url}/v1", model = "m" }}]
 """
     )

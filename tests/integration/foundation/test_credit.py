@@ -44,6 +44,30 @@ async def test_concurrent_admissions_never_exceed_the_balance(engine: AsyncEngin
     assert await ledger.ledger_sum(engine, team) == fresh.balance_micros
 
 
+async def test_a_team_short_of_the_estimate_is_held_what_it_has_down_to_the_minimum(engine: AsyncEngine) -> None:
+    """Output caps by credit (issue 20 rule 3): with a minimum, a team whose balance cannot cover the whole
+    estimate is held all it has (including the rest of this process's own slice, written back first)."""
+    team = await _team(engine, "credit-short", 1_000)
+    writer = SettlementWriter(engine, flush_interval=0.01)
+    await writer.start()
+    book = CreditBook(engine, writer, CreditSettings(ask_back_wait_seconds=0.2))
+    first = await book.admit(team, 200)  # a slice of a quarter of the balance (250), 200 of it held
+    assert first is not None and first.estimate_micros == 200
+    short = await book.admit(team, 5_000, 200)
+    assert short is not None and short.estimate_micros == 800  # the whole rest, the slice's unused 50 included
+    assert await book.admit(team, 5_000, 200) is None  # nothing left: not even the minimum
+    assert await book.admit(team, 5_000) is None
+    fresh = await accounts.get_team(engine, team)
+    assert (fresh.balance_micros, fresh.frozen_micros) == (0, 1_000)
+    book.settle(first, 200, "req-first")
+    book.settle(short, 650, "req-short")
+    await book.aclose()
+    await writer.aclose()
+    fresh = await accounts.get_team(engine, team)
+    assert (fresh.balance_micros, fresh.frozen_micros) == (150, 0)
+    assert await ledger.ledger_sum(engine, team) == 150
+
+
 async def test_cost_above_estimate_is_charged_from_the_balance(engine: AsyncEngine) -> None:
     team = await _team(engine, "credit-b", 500)
     writer = SettlementWriter(engine)

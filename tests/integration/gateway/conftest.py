@@ -40,7 +40,6 @@ id = "{model_id}"
 prices = {PRICES}
 context_window = 200000
 max_output_tokens = 32000
-default_max_output_tokens = 100
 deployments = [{{ kind = "{kind}", base_url = "{base_for(kind)}", model = "up-{kind}", {KEY_ENV} }}]
 ''')
     out.append(f'''[[text_models]]
@@ -54,7 +53,6 @@ deployments = [
     out.append("""[[text_models]]
 id = "local/smollm2-135m-instruct"
 prices = { input = "0.01", output = "0.02" }
-default_max_output_tokens = 64
 deployments = [{ kind = "local", model = "smollm2-135m-instruct" }]
 """)
     return "\n".join(out)

@@ -213,8 +213,9 @@ def test_count_tokens_and_model_lookup_use_the_query_rate_limit(gw: Gateway) -> 
     second = httpx.get(gw.server.text_url + "/v1/models/fake/chat", headers={"Authorization": f"Bearer {key}"})
     assert second.status_code == 200
     third = post(gw, "/v1/messages/count_tokens", {**COUNT_BODY, "model": "fake/chat"}, key=key)
-    # /v1/messages routes answer in Anthropic's error shape (docs/api/errors.md).
-    assert third.status_code == 429 and third.json()["error"]["type"] == "rate_limit_error"
+    # /v1/messages routes answer in Anthropic's envelope with the interface's error.type (docs/api/errors.md).
+    assert third.status_code == 429 and third.json()["type"] == "error"
+    assert third.json()["error"]["type"] == "rate_limit_exceeded"
     assert (
         post(
             gw, "/v1/chat/completions", {"model": "fake/chat", "messages": [{"role": "user", "content": "x"}]}, key=key
@@ -252,6 +253,29 @@ def test_claude_code_request_reaches_a_messages_upstream_untouched(gw: Gateway) 
     assert sent is not None
     assert sent.json == {**CLAUDE_CODE_REQUEST, "model": "up-anthropic"}
     assert sent.headers["anthropic-beta"] == BETA["anthropic-beta"]
+
+
+@pytest.mark.parametrize("path", ["/v1/messages?beta=true", "/v1/messages/count_tokens?beta=true"])
+def test_system_turns_without_the_beta_are_a_400_naming_the_role(gw: Gateway, path: str) -> None:
+    """The interface allows roles `user` and `assistant` only; a `system` turn needs the mid-conversation-system
+    beta in `anthropic-beta` (issue 20 rule 2). The refusal is worded so Claude Code resends without them."""
+    headers = {"anthropic-beta": "claude-code-20250219,oauth-2025-04-20", "anthropic-version": "2023-06-01"}
+    gw.upstream.reset()
+    r = post(gw, path, {**CLAUDE_CODE_REQUEST, "model": "fake/claude"}, headers=headers)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert r.json()["type"] == "error"
+    assert (error["type"], error["param"]) == ("invalid_request_error", "messages[1].role")
+    assert re.search(r"Input should be 'user' or 'assistant'", error["message"]), error
+    assert gw.upstream.last_request is None
+
+
+def test_system_turns_under_the_clear_at_beta_spelling_are_accepted(gw: Gateway) -> None:
+    headers = {"anthropic-beta": "mid-conversation-system-clear-at-2026-08-21", "anthropic-version": "2023-06-01"}
+    r = post(gw, "/v1/messages?beta=true", {**CLAUDE_CODE_REQUEST, "model": "fake/claude"}, headers=headers)
+    assert r.status_code == 200, r.text
+    sent = gw.upstream.last_request
+    assert sent is not None and sent.json["messages"][1]["role"] == "system"
 
 
 @pytest.mark.parametrize("model", ["fake/chat", "fake/responses"])

@@ -1,8 +1,11 @@
-"""The output cap the balance hold was sized on reaches every upstream kind when the client sends none
-(issue 9 item 7): otherwise the upstream may answer far past the hold and the team goes below zero."""
+"""Output caps (issue 20 rule 3, docs/api/text-gateway.md, Billing): the gateway sends no cap the client did not
+ask for and never a smaller one than it asked for, as long as the team's credit covers the model's maximum output.
+A team whose credit covers less gets a cap equal to what its credit covers (at least `credit.min_output_tokens`,
+else 402), on every path. A translated path whose upstream protocol requires a cap sends the model's maximum."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import httpx
@@ -11,55 +14,115 @@ import pytest
 from tests.integration.gateway.conftest import Gateway
 
 USER = [{"role": "user", "content": "Hi"}]
-# The catalog's default_max_output_tokens of every fake model (tests/integration/gateway/conftest.py).
-DEFAULT_CAP = 100
-CAP_FIELD = {
-    "openai_chat": "max_completion_tokens",
-    "openai_compatible": "max_tokens",
-    "openai_responses": "max_output_tokens",
-    "anthropic": "max_tokens",
-}
+# tests/integration/gateway/conftest.py: every fake model's max_output_tokens, and its prices (micro-USD/token).
+MODEL_MAX = 32000
+INPUT_RATE, OUTPUT_RATE = 1, 2
+# "Hi" is estimated at 2 // 4 + 16 input tokens (billing.pricing.estimate_input_tokens).
+INPUT_ESTIMATE = 16
+CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 MODEL_KIND = {"fake/chat": "openai_chat", "fake/compat": "openai_compatible", "fake/responses": "openai_responses"}
+KIND_FIELD = {"openai_chat": "max_completion_tokens", "openai_compatible": "max_tokens"}
 
 
 def _bodies(model: str) -> list[tuple[str, dict[str, Any]]]:
-    return [
-        ("/v1/chat/completions", {"model": model, "messages": USER}),
-        ("/v1/responses", {"model": model, "input": "Hi"}),
-    ]
+    return [(path, _body(path, model)) for path in ("/v1/chat/completions", "/v1/responses")]
+
+
+def _send(gw: Gateway, key: str, path: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(gw.server.text_url + path, json=body, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+def _caps(sent: dict[str, Any]) -> dict[str, Any]:
+    return {name: sent[name] for name in CAP_FIELDS if name in sent}
 
 
 @pytest.mark.parametrize("model", sorted(MODEL_KIND))
 @pytest.mark.parametrize("stream", [False, True])
-def test_cap_sent_when_the_client_sends_none(gw: Gateway, model: str, stream: bool) -> None:
-    key = gw.new_team(f"cap-{model.split('/')[1]}-{stream}")
+def test_no_cap_is_added_when_the_credit_covers_the_maximum(gw: Gateway, model: str, stream: bool) -> None:
+    key = gw.new_team(f"nocap-{model.split('/')[1]}-{stream}")
     for path, body in _bodies(model):
         gw.upstream.reset()
-        r = httpx.post(
-            gw.server.text_url + path,
-            json={**body, "stream": stream},
-            headers={"Authorization": f"Bearer {key}"},
-            timeout=30,
-        )
+        r = _send(gw, key, path, {**body, "stream": stream})
         assert r.status_code == 200, r.text
         sent = gw.upstream.last_request
         assert sent is not None
-        field = CAP_FIELD[MODEL_KIND[model]]
-        caps = {sent.json.get(field)}
-        if MODEL_KIND[model] == "openai_compatible":  # translated Chat bodies name it the newer way
-            caps |= {sent.json.get("max_completion_tokens")}
-        assert DEFAULT_CAP in caps, (path, field, sent.json)
+        same_protocol = (path == "/v1/responses") == (MODEL_KIND[model] == "openai_responses")
+        if same_protocol:
+            assert _caps(sent.json) == {}, (path, sent.json)
+        else:  # translated between OpenAI protocols: still no cap, the client set none
+            assert not any(isinstance(v, int) for v in _caps(sent.json).values()), (path, sent.json)
 
 
 def test_a_client_cap_is_kept(gw: Gateway) -> None:
     key = gw.new_team("cap-own")
-    r = httpx.post(
-        gw.server.text_url + "/v1/chat/completions",
-        json={"model": "fake/chat", "messages": USER, "max_tokens": 7},
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=30,
-    )
+    r = _send(gw, key, "/v1/chat/completions", {"model": "fake/chat", "messages": USER, "max_tokens": 7})
     assert r.status_code == 200
     sent = gw.upstream.last_request
-    assert sent is not None and sent.json.get("max_tokens") == 7
-    assert "max_completion_tokens" not in sent.json
+    assert sent is not None and _caps(sent.json) == {"max_tokens": 7}
+
+
+def test_a_messages_upstream_gets_the_models_maximum_when_the_client_set_none(gw: Gateway) -> None:
+    key = gw.new_team("cap-translated-anthropic")
+    for path, body in _bodies("fake/claude"):
+        gw.upstream.reset()
+        r = _send(gw, key, path, body)
+        assert r.status_code == 200, r.text
+        sent = gw.upstream.last_request
+        assert sent is not None
+        assert sent.json["max_tokens"] == MODEL_MAX, (path, sent.json)
+
+
+def _covered(balance_micros: int) -> int:
+    """The cap a balance covers: the largest output whose estimate, rounded half up, fits in it."""
+    return math.ceil((balance_micros + 0.5 - INPUT_ESTIMATE * INPUT_RATE) / OUTPUT_RATE) - 1
+
+
+def _body(path: str, model: str) -> dict[str, Any]:
+    if path == "/v1/responses":
+        return {"model": model, "input": "Hi"}
+    return {"model": model, "messages": USER}
+
+
+# (team, client path, model, client body extras, the field that must carry the cap upstream)
+SHORT_OF_CREDIT = [
+    ("short-chat", "/v1/chat/completions", "fake/chat", {}, "max_completion_tokens"),
+    ("short-compat", "/v1/chat/completions", "fake/compat", {}, "max_tokens"),
+    ("short-chat-own", "/v1/chat/completions", "fake/chat", {"max_tokens": 20000}, "max_tokens"),
+    ("short-responses", "/v1/responses", "fake/responses", {"stream": True}, "max_output_tokens"),
+    ("short-messages", "/v1/messages", "fake/claude", {"max_tokens": 50000}, "max_tokens"),
+    # Translated: the cap instead of the model's maximum, and between the two OpenAI protocols.
+    ("short-chat-claude", "/v1/chat/completions", "fake/claude", {}, "max_tokens"),
+    ("short-responses-chat", "/v1/responses", "fake/chat", {}, "max_completion_tokens"),
+]
+
+
+@pytest.mark.parametrize(
+    ("team", "path", "model", "extra", "field"), SHORT_OF_CREDIT, ids=[c[0] for c in SHORT_OF_CREDIT]
+)
+def test_a_team_short_of_credit_gets_the_cap_its_credit_covers(
+    gw: Gateway, team: str, path: str, model: str, extra: dict[str, Any], field: str
+) -> None:
+    balance = 10_000  # micro-USD: ~5,000 output tokens, against 64,016 for the model's maximum
+    key = gw.new_team(team, usd="0.01")
+    gw.upstream.reset()
+    r = _send(gw, key, path, {**_body(path, model), **extra})
+    assert r.status_code == 200, r.text
+    sent = gw.upstream.last_request
+    assert sent is not None
+    cap = _covered(balance)
+    assert 1024 <= cap < MODEL_MAX
+    assert sent.json[field] == cap, sent.json
+    assert INPUT_ESTIMATE * INPUT_RATE + cap * OUTPUT_RATE <= balance
+
+
+def test_a_team_that_cannot_cover_the_minimum_cap_gets_402(gw: Gateway) -> None:
+    key = gw.new_team("short-of-minimum", usd="0.002")  # 2,000 micro-USD < 16 + 1,024 x 2
+    gw.upstream.reset()
+    r = _send(gw, key, "/v1/chat/completions", {"model": "fake/chat", "messages": USER})
+    assert r.status_code == 402 and r.json()["error"]["type"] == "insufficient_quota"
+    assert gw.upstream.call_count() == 0
+    # A request whose own cap it can cover is still served, untouched.
+    r = _send(gw, key, "/v1/chat/completions", {"model": "fake/chat", "messages": USER, "max_tokens": 100})
+    assert r.status_code == 200, r.text
+    sent = gw.upstream.last_request
+    assert sent is not None and _caps(sent.json) == {"max_tokens": 100}

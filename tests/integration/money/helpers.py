@@ -42,7 +42,7 @@ def write_config(tmp: Path, upstream: FakeUpstream) -> dict[str, str]:
 [[text_models]]
 id = "fake/priced"
 prices = {{ input = "1", output = "2" }}
-default_max_output_tokens = 100
+max_output_tokens = 100
 deployments = [{{ kind = "openai_chat", base_url = "{upstream.base_url}/v1", model = "m" }}]
 """)
     config = tmp / "config.toml"

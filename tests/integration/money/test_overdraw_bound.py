@@ -1,7 +1,9 @@
-"""The overdraw bound of docs/architecture.md, measured (issue 9 item 7): a team goes below zero only by
-what requests cost above their estimate. The upstream here honours whatever output cap it is sent and, sent
-none, talks five times past the model's default cap, the way a real model may; the client sends no cap.
-Many concurrent requests against a balance worth a few of them must then leave the team at no less than
+"""The overdraw bound of docs/api/text-gateway.md (Billing), measured (issue 9 item 7, issue 20 rule 3): a team
+goes below zero only by what requests cost above their estimate. The client sends no cap. The upstream honours
+whatever output cap it is sent and, sent none, answers the model's maximum output (the catalog's `max_output_tokens`,
+which no real model passes). The gateway adds no cap while the team's credit covers that maximum, and caps
+the answer to what the credit covers once it does not (down to `credit.min_output_tokens`, then 402). Many
+concurrent requests against a balance worth a few of them must then leave the team at no less than
 -(admitted requests x the input counted above its estimate), on the fast and the translated paths."""
 
 from __future__ import annotations
@@ -15,19 +17,20 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tests.integration.money.helpers import CONFIG_TOML, admin, server, team_with_key
+from tests.integration.money.helpers import CONFIG_TOML, admin, migrate, server, team_with_key
+from tests.support.databases import BACKENDS, database_url
 from tests.support.fake_upstream import ServerThread
 
-DEFAULT_CAP = 100
-UNCAPPED_OUTPUT = 5 * DEFAULT_CAP
+MODEL_MAX = 100  # the catalog's max_output_tokens of every model here
+MIN_CAP = 10  # credit.min_output_tokens: a short team's last request runs capped between 10 and 100 tokens
 INPUT_RATE, OUTPUT_RATE = 1, 2  # micro-USD per token (1 and 2 USD per million)
 CONCURRENT = 30
-BALANCE_MICROS = 3_000  # about ten requests' worth at the default cap
+BALANCE_MICROS = 3_050  # about fifteen requests' worth at the model's maximum, and a remainder
 
 
 class CapHonouringUpstream:
-    """One fake for the three upstream kinds: it answers with exactly the output cap it was sent and
-    reports `input_tokens` input tokens."""
+    """One fake for the three upstream kinds: it answers with exactly the output cap it was sent (the model's
+    maximum when sent none) and reports `input_tokens` input tokens."""
 
     def __init__(self, input_tokens: int) -> None:
         self.input_tokens = input_tokens
@@ -43,7 +46,7 @@ class CapHonouringUpstream:
         cap = next((int(body[f]) for f in fields if isinstance(body.get(f), int)), None)
         self.caps_seen.append(cap)
         await asyncio.sleep(0.3)  # keep requests in flight together
-        return UNCAPPED_OUTPUT if cap is None else cap
+        return MODEL_MAX if cap is None else cap
 
     async def _chat(self, request: web.Request) -> web.Response:
         out = await self._read_cap(request, "max_completion_tokens", "max_tokens")
@@ -94,7 +97,7 @@ def _config(tmp: Path, upstream: CapHonouringUpstream) -> dict[str, str]:
 [[text_models]]
 id = "{model_id}"
 prices = {{ input = "{INPUT_RATE}", output = "{OUTPUT_RATE}" }}
-default_max_output_tokens = {DEFAULT_CAP}
+max_output_tokens = {MODEL_MAX}
 deployments = [{{ kind = "{kind}", base_url = "{url}", model = "m" }}]
 """
             for model_id, kind, url in models
@@ -107,6 +110,7 @@ deployments = [{{ kind = "{kind}", base_url = "{url}", model = "m" }}]
         "MODELPORT_CONFIG": str(config),
         "MODELPORT_ADMIN_TOKEN": "money-admin-token-0123456789",
         "MODELPORT_DEMO_BALANCE_USD": "0",
+        "MODELPORT_CREDIT__MIN_OUTPUT_TOKENS": str(MIN_CAP),
     }
 
 
@@ -146,29 +150,42 @@ async def _settled_balance(running: Any, team: str, charges: int) -> int:
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("input_tokens", [2, 40], ids=["input-within-estimate", "input-above-estimate"])
-async def test_overdraw_stays_within_the_documented_bound(tmp_path: Path, input_tokens: int) -> None:
+async def test_overdraw_stays_within_the_documented_bound(tmp_path: Path, input_tokens: int, backend: str) -> None:
     upstream = CapHonouringUpstream(input_tokens)
     upstream.server.start()
     try:
         env = _config(tmp_path, upstream)
-        with server(tmp_path, env) as running:
-            for n, (path, model) in enumerate(CASES):
-                team = f"overdraw-{n}"
-                key = team_with_key(running, team, None)
-                topup = {"amount_usd": f"{BALANCE_MICROS / 1_000_000:.6f}"}
-                assert admin(running, "POST", f"/teams/{team}/topups", json=topup).status_code == 200
-                statuses = await _burst(running.text_url + path, _body(path, model), key)
-                admitted = statuses.count(200)
-                assert set(statuses) <= {200, 402}, statuses
-                assert 0 < admitted < CONCURRENT, statuses  # the balance ran out mid-burst
-                balance = await _settled_balance(running, team, admitted)
-                # Output is held to the estimate's cap; only input counted above its estimate (at most all of
-                # it: the estimate is never negative) can take the team below zero.
-                bound = admitted * input_tokens * INPUT_RATE
-                assert balance >= -bound, (path, model, balance, bound, admitted)
-                if input_tokens == 2:  # "Say many words." is estimated at 3 or more tokens: no overdraw at all
-                    assert balance >= 0, (path, model, balance)
-        assert upstream.caps_seen and None not in upstream.caps_seen
+        async with database_url(backend, tmp_path) as db_url:
+            env["MODELPORT_DATABASE_URL"] = db_url
+            if backend == "postgres":
+                migrate(tmp_path, env)
+            await _run_cases(tmp_path, env, input_tokens)
+        # Teams with credit for the model's maximum got no cap on the fast paths (the translated Messages
+        # upstream needs one: the maximum); the last requests of a team short of it got what it covered.
+        assert None in upstream.caps_seen
+        assert any(cap is not None and MIN_CAP <= cap < MODEL_MAX for cap in upstream.caps_seen), upstream.caps_seen
     finally:
         upstream.server.stop()
+
+
+async def _run_cases(tmp_path: Path, env: dict[str, str], input_tokens: int) -> None:
+    with server(tmp_path, env) as running:
+        for n, (path, model) in enumerate(CASES):
+            team = f"overdraw-{n}"
+            key = team_with_key(running, team, None)
+            topup = {"amount_usd": f"{BALANCE_MICROS / 1_000_000:.6f}"}
+            assert admin(running, "POST", f"/teams/{team}/topups", json=topup).status_code == 200
+            statuses = await _burst(running.text_url + path, _body(path, model), key)
+            admitted = statuses.count(200)
+            assert set(statuses) <= {200, 402}, statuses
+            assert 0 < admitted < CONCURRENT, statuses  # the balance ran out mid-burst
+            balance = await _settled_balance(running, team, admitted)
+            # Output is held to what the estimate assumed (the model's maximum, or the cap the credit
+            # covered); only input counted above its estimate (at most all of it: the estimate is never
+            # negative) can take the team below zero.
+            bound = admitted * input_tokens * INPUT_RATE
+            assert balance >= -bound, (path, model, balance, bound, admitted)
+            if input_tokens == 2:  # "Say many words." is estimated at 3 or more tokens: no overdraw at all
+                assert balance >= 0, (path, model, balance)

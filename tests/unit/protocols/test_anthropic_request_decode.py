@@ -59,15 +59,9 @@ BAD: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("messages empty", setter("messages", []), "messages"),
     ("developer role", setter("messages", [{"role": "developer", "content": "be nice"}]), "messages[0].role"),
     (
-        "system turn with an image",
-        setter(
-            "messages",
-            [
-                {"role": "user", "content": "a"},
-                {"role": "system", "content": [image({"type": "url", "url": "https://x"})]},
-            ],
-        ),
-        "messages[1].content[0].type",
+        "system turn without the mid-conversation-system beta",
+        setter("messages", [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}]),
+        "messages[1].role",
     ),
     ("tool role", setter("messages", [{"role": "tool", "content": "x"}]), "messages[0].role"),
     ("content missing", setter("messages", [{"role": "user"}]), "messages[0].content"),
@@ -217,8 +211,19 @@ def test_missing_max_tokens_is_a_missing_parameter() -> None:
 def test_role_error_lists_the_roles_messages_takes() -> None:
     body = base()
     body["messages"] = [{"role": "developer", "content": "x"}]
-    with pytest.raises(InvalidParameters, match="'user', 'assistant' or 'system'"):
+    with pytest.raises(InvalidParameters, match="Input should be 'user' or 'assistant'"):
         decode_request(body)
+
+
+def test_a_system_turn_under_the_beta_takes_text_only() -> None:
+    body = base()
+    body["messages"] = [
+        {"role": "user", "content": "a"},
+        {"role": "system", "content": [image({"type": "url", "url": "https://x"})]},
+    ]
+    with pytest.raises(InvalidParameters) as caught:
+        decode_request(body, system_turns=True)
+    assert caught.value.param == "messages[1].content[0].type"
 
 
 def test_valid_body_maps_onto_the_canonical_request() -> None:

@@ -56,7 +56,10 @@ class DownloadRef:
 def parse_download_url(public_base: str, url: str) -> DownloadRef | None:
     """The parts of `url` if it points at our download route, else None (someone else's URL)."""
     base = urlsplit(public_base.rstrip("/"))
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # e.g. an unclosed `[` of an IPv6 host: not a URL of ours (the URL check refuses it)
+        return None
     if (parts.scheme.lower(), parts.netloc.lower()) != (base.scheme.lower(), base.netloc.lower()):
         return None
     prefix = base.path + DOWNLOAD_PATH

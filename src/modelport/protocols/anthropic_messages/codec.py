@@ -18,30 +18,6 @@ from modelport.protocols.anthropic_messages.stream_encode import MessagesStreamE
 API_VERSION = "2023-06-01"
 
 
-# HTTP status → Anthropic's error type (its SDKs raise the matching exception class).
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    408: "timeout_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    502: "api_error",
-    503: "overloaded_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
-
-
-def anthropic_error_type(status: int | None, fallback: str) -> str:
-    if status is None:
-        return fallback if fallback in ERROR_TYPES.values() else "api_error"
-    return ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
-
-
 class AnthropicMessagesCodec:
     name = ProtocolName(PROTOCOL)
     response_id_prefix = "msg_"
@@ -63,7 +39,9 @@ class AnthropicMessagesCodec:
         return '"content_block_delta"' in data
 
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
-        if not stream:
+        if not stream and not fast:
+            # A translated body may carry the client's own stream option; the fast path sends the client's body
+            # as it is (the upstream answers it as it would without the gateway).
             body.pop("stream_options", None)
         return False
 
@@ -73,8 +51,9 @@ class AnthropicMessagesCodec:
             headers["anthropic-beta"] = client_headers["anthropic-beta"]
         return headers
 
-    def decode_request(self, body: dict[str, Any]) -> CanonicalRequest:
-        return request_decode.decode_request(body)
+    def decode_request(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
+        beta = headers.get("anthropic-beta") if headers is not None else None
+        return request_decode.decode_request(body, system_turns=request_decode.system_turns_allowed(beta))
 
     def encode_request(self, req: CanonicalRequest, upstream_model: str) -> dict[str, Any]:
         return request_encode.encode_request(req, upstream_model)
@@ -106,10 +85,11 @@ class AnthropicMessagesCodec:
     def error_body(
         self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
     ) -> dict[str, Any]:
-        """Anthropic's ``{"type": "error", "error": {type, message}}`` with Anthropic's error type for the
-        HTTP `status` (docs/api/errors.md); the optional ``code`` and ``param`` ride inside ``error`` (the
-        SDKs ignore unknown keys)."""
-        error: dict[str, Any] = {"type": anthropic_error_type(status, type), "message": message}
+        """Anthropic's envelope ``{"type": "error", "error": {type, message}}`` (what Anthropic SDKs and Claude
+        Code parse) with the interface's `error.type` (docs/api/errors.md: one table for the three endpoints;
+        the SDKs pick their exception class from the HTTP status). ``code`` and ``param`` ride inside
+        ``error`` (the SDKs ignore unknown keys)."""
+        error: dict[str, Any] = {"type": type, "message": message}
         if code is not None:
             error["code"] = code
         if param is not None:

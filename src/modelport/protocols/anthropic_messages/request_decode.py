@@ -64,8 +64,18 @@ _CANONICAL_FIELDS = {
 _TOOL_CHOICES = ("auto", "any", "tool", "none")
 _TOOL_CHOICE_MODES: dict[str, ToolChoiceMode] = {"auto": "auto", "any": "required", "none": "none"}
 
+# The betas under which Anthropic takes `system` turns inside `messages`, spelled as Claude Code sends them
+# (read from its 2.1.332 binary): the mid-conversation-system beta, and its `clear_at` extension, whose turns
+# are system turns too. That release treats the first as generally available and no longer sends it (it
+# answers a 400 naming the role by resending without system turns); older releases sent it.
+MID_CONVERSATION_SYSTEM_BETA = "mid-conversation-system-2026-04-07"
+MID_CONVERSATION_SYSTEM_BETAS = frozenset({MID_CONVERSATION_SYSTEM_BETA, "mid-conversation-system-clear-at-2026-08-21"})
 
-def decode_request(body: dict[str, Any]) -> CanonicalRequest:
+
+def decode_request(body: dict[str, Any], *, system_turns: bool = False) -> CanonicalRequest:
+    """A Messages body → the canonical request. `system_turns`: the client named the mid-conversation-system
+    beta (`system_turns_allowed`), so `system` turns inside `messages` are accepted; otherwise the interface's
+    rule holds (roles `user` and `assistant` only)."""
     body = as_object(body, "body")
     reject_foreign_fields(body, _FOREIGN_FIELDS, "Messages uses 'messages' and 'max_tokens'")
     model = require_str(body, "model", "model", non_empty=True)
@@ -75,7 +85,7 @@ def decode_request(body: dict[str, Any]) -> CanonicalRequest:
     require(body, "max_tokens", "max_tokens")
     req = CanonicalRequest(
         model=model,
-        messages=[_decode_message(raw, f"messages[{i}]") for i, raw in enumerate(raw_messages)],
+        messages=[_decode_message(raw, f"messages[{i}]", system_turns) for i, raw in enumerate(raw_messages)],
         max_output_tokens=opt_int(body, "max_tokens", "max_tokens", minimum=1),
         source_protocol=PROTOCOL,
     )
@@ -88,12 +98,18 @@ def decode_request(body: dict[str, Any]) -> CanonicalRequest:
     return req
 
 
-def _decode_message(raw: Any, param: str) -> Message:
+def _decode_message(raw: Any, param: str, system_turns: bool) -> Message:
     msg = as_object(raw, param)
     role = require_str(msg, "role", f"{param}.role")
-    if role not in ("user", "assistant", "system"):
+    if role not in ("user", "assistant", "system") or (role == "system" and not system_turns):
+        # Worded so Claude Code recognises the refusal and resends without its system turns.
+        hint = (
+            f" ('system' turns need the anthropic-beta header {MID_CONVERSATION_SYSTEM_BETA})"
+            if role == "system"
+            else ""
+        )
         raise InvalidParameters(
-            f"Invalid '{param}.role': '{role}' is not a valid role; expected 'user', 'assistant' or 'system'.",
+            f"Invalid '{param}.role': Input should be 'user' or 'assistant', not '{role}'{hint}.",
             param=f"{param}.role",
         )
     content = require(msg, "content", f"{param}.content")
@@ -106,6 +122,13 @@ def _decode_message(raw: Any, param: str) -> Message:
     return Message(
         role="user" if role == "user" else "assistant", parts=decode_content(content, f"{param}.content"), extras=extras
     )
+
+
+def system_turns_allowed(anthropic_beta: str | None) -> bool:
+    """The `anthropic-beta` header names the mid-conversation-system beta (any of its spellings)."""
+    if not anthropic_beta:
+        return False
+    return any(name.strip() in MID_CONVERSATION_SYSTEM_BETAS for name in anthropic_beta.split(","))
 
 
 def _system_turn(content: Any, param: str) -> list[InputPart]:

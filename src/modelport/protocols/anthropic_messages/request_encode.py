@@ -30,7 +30,9 @@ from modelport.errors import InvalidParameters
 from modelport.protocols.anthropic_messages.content import PROTOCOL, block_from_part
 from modelport.protocols.responses_tools_carry import carried_tools
 
-# Messages requires max_tokens; a client of another protocol may not have sent a cap.
+# Messages requires max_tokens; a client of another protocol may not have sent a cap. The gateway always
+# sets one before encoding (the deployment's maximum output, `gateway.upstream_call`); this is the codec's
+# own fallback for other callers.
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
 MIN_ANSWER_TOKENS = 1024

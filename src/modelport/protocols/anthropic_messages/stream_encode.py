@@ -36,6 +36,7 @@ from modelport.core.events import (
 from modelport.core.reasoning_carry import wrap_openai
 from modelport.core.response import StopReason
 from modelport.core.usage import Usage
+from modelport.protocols.anthropic_messages.error_types import stream_error_type
 from modelport.protocols.anthropic_messages.response import message_id
 from modelport.protocols.anthropic_messages.stop import stop_reason_to_wire
 from modelport.protocols.anthropic_messages.usage import usage_to_wire
@@ -128,9 +129,10 @@ class MessagesStreamEncoder:
         return out + frame({"type": "message_stop"})
 
     def error(self, message: str, type: str = "api_error") -> bytes:
-        """Anthropic's in-stream error event; the caller ends the stream after it."""
+        """Anthropic's in-stream error event (with one of Anthropic's own error types, which clients key their
+        retries on); the caller ends the stream after it."""
         self._closed = True
-        return frame({"type": "error", "error": {"type": type, "message": message}})
+        return frame({"type": "error", "error": {"type": stream_error_type(type), "message": message}})
 
     def _message_start(self) -> bytes:
         if self._started:

@@ -48,10 +48,16 @@ class OpenAIChatCodec:
 
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
         if not stream:
-            body.pop("stream_options", None)
+            if not fast:
+                # A translated body may carry the client's own stream option; the fast path sends the client's
+                # body as it is (the upstream answers it as it would without the gateway).
+                body.pop("stream_options", None)
             return False
         # Always ask for usage so the stream can be billed; hide it if the client did not ask.
-        options = dict(body.get("stream_options") or {})
+        options = body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage") is True:
+            return False  # asked already: the body stays the client's
+        options = dict(options or {})
         strip_usage = fast and not options.get("include_usage")
         options["include_usage"] = True
         body["stream_options"] = options
@@ -60,7 +66,7 @@ class OpenAIChatCodec:
     def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         return {}
 
-    def decode_request(self, body: dict[str, Any]) -> CanonicalRequest:
+    def decode_request(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
         return request_decode.decode_request(body)
 
     def encode_request(self, req: CanonicalRequest, upstream_model: str) -> dict[str, Any]:

@@ -63,8 +63,7 @@ class ChatStreamDecoder:
         if not isinstance(chunk, dict):
             return []
         if isinstance(chunk.get("error"), dict):
-            error = chunk["error"]
-            return [StreamError(str(error.get("message") or "upstream error"), str(error.get("type") or "api_error"))]
+            return [_stream_error(chunk["error"])]
 
         events: list[StreamEvent] = []
         if not self._started:
@@ -135,3 +134,15 @@ class ChatStreamDecoder:
 
     def close(self) -> list[StreamEvent]:
         return self._close_open()
+
+
+# OpenAI's in-stream error `type`/`code` values that mean "slow down" (the rest are server errors to us).
+_RATE_LIMIT_TYPES = frozenset({"rate_limit_exceeded", "rate_limit_error", "requests", "tokens"})
+
+
+def _stream_error(error: dict[str, Any]) -> StreamError:
+    """An upstream's in-stream error as the gateway's own type (`rate_limit_exceeded` or `api_error`), as the
+    Responses decoder does: each client protocol's encoder then names it in its own closed set of types."""
+    message = str(error.get("message") or "upstream error")
+    limited = error.get("type") in _RATE_LIMIT_TYPES or error.get("code") in _RATE_LIMIT_TYPES
+    return StreamError(message, "rate_limit_exceeded" if limited else "api_error")

@@ -49,14 +49,16 @@ class OpenAIResponsesCodec:
         return '.delta"' in data
 
     def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
-        if not stream:
+        if not stream and not fast:
+            # A translated body may carry the client's own stream option; the fast path sends the client's body
+            # as it is (the upstream answers it as it would without the gateway).
             body.pop("stream_options", None)
         return False
 
     def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         return {}
 
-    def decode_request(self, body: dict[str, Any]) -> CanonicalRequest:
+    def decode_request(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
         return request_decode.decode_request(body)
 
     def encode_request(self, req: CanonicalRequest, upstream_model: str) -> dict[str, Any]:
