@@ -31,6 +31,7 @@ from modelport.media.files.sweeper import FILES_SWEEPER, Sweeper
 from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.tasks.service import TASK_QUEUE, TASKS, TaskService
 from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
+from modelport.media.webhooks.secrets import box_of
 from modelport.media.webhooks.sender import WebhookSender
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
@@ -98,7 +99,7 @@ def build_services(
         ),
     )
     if settings.tasks.run_workers if task_workers is None else task_workers:
-        sender = WebhookSender(db, fetcher, settings.webhooks)
+        sender = WebhookSender(db, fetcher, settings.webhooks, box_of(services))
         executor = TaskExecutor(
             engine=db,
             catalog=services.catalog,

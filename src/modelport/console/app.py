@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from modelport.console import signin
 from modelport.console.csrf import verify_csrf
 from modelport.console.errors import CatchUnexpected, install_error_pages
+from modelport.console.form_limits import limit_form
 from modelport.console.sessions import middleware_options
 from modelport.console.team import ROUTERS as TEAM_ROUTERS
 from modelport.services import Services
@@ -58,7 +59,9 @@ class SecurityHeaders:
 
 def create_console_app(services: Services, routers: Sequence[APIRouter] = ()) -> FastAPI:
     """The console app; `routers` are added after the team console's (the operator console's go here)."""
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, dependencies=[Depends(verify_csrf)])
+    # Body limits first: nothing reads a form before them (the CSRF check is its first reader).
+    checks = [Depends(limit_form), Depends(verify_csrf)]
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, dependencies=checks)
     app.state.services = services
     install_error_pages(app)
     app.include_router(signin.router)
