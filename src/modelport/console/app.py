@@ -7,10 +7,12 @@ never set a cookie.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from fastapi import APIRouter, Depends, FastAPI
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -77,4 +79,8 @@ def mount_console(app: FastAPI, services: Services, routers: Sequence[APIRouter]
     """Mount the console (and its static files) on the media host app."""
     static = StaticFiles(packages=[("modelport.console", "static")])
     app.mount(f"{MOUNT}/static", static, name="console-static")
-    app.mount(MOUNT, create_console_app(services, routers), name="console")
+    console = Mount(MOUNT, app=create_console_app(services, routers), name="console")
+    # Starlette's mount pattern (`^/console/(?P<path>.*)$`) stops at a newline: a console URL holding `%0A`
+    # would fall through to the media host's JSON 404. Matched across lines, it gets the console's page.
+    console.path_regex = re.compile(console.path_regex.pattern, re.DOTALL)
+    app.router.routes.append(console)
