@@ -161,3 +161,19 @@ def test_an_operator_ends_every_session_of_a_team(server: RunningServer, tmp_pat
     assert statuses(server, operator_cookie, "/console/admin/") == {303}
     for client in (*sessions, bystander, again, last, operator):
         client.close()
+
+
+def test_signing_out_ends_a_live_tail_opened_with_a_copy(server: RunningServer) -> None:
+    _, key, _ = new_team(server, "rev-tail")
+    browser = signed_in(server, key)
+    copy = browser.http.cookies["modelport_console"]
+    tail = httpx.Client(base_url=server.media_url + "/console", cookies={"modelport_console": copy}, timeout=60)
+    with tail, tail.stream("GET", "/logs-tail") as stream:
+        assert stream.status_code == 200
+        lines = stream.iter_lines()
+        assert next(lines) == "retry: 3000"
+        token = csrf_of(browser.get("/keys").text)
+        assert browser.http.post("/sign-out", data={"csrf_token": token}).status_code == 303
+        # The stream re-checks the session at each poll (2 s): it says so and ends.
+        assert "event: signed-out" in list(lines)
+    browser.close()
