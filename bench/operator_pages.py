@@ -27,7 +27,7 @@ from modelport.apps.assemble import build_services
 from modelport.apps.media import create_media_app
 from modelport.settings import Settings
 
-TOKEN = "bench-operator-token-0123456789"
+TOKEN = "bench-operator-token-0123456789-abcdef"
 
 
 async def sign_in(client: httpx.AsyncClient) -> None:

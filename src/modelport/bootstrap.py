@@ -21,6 +21,9 @@ from modelport.billing.settlement import prune_settlement_keys
 from modelport.billing.topups import topup_team
 from modelport.catalog import import_catalog, load_catalog_file
 from modelport.errors import NotFound
+from modelport.media.webhooks.secret_box import UnreadableSecret, secret_box
+from modelport.media.webhooks.secrets import reseal_all
+from modelport.services import ensure_secret_key
 from modelport.settings import Settings
 from modelport.storage.db import create_engine
 from modelport.storage.schema_version import schema_state, sqlite_state
@@ -57,6 +60,29 @@ class DemoInfo:
     team_name: str
     new_key: str | None  # plaintext, only when this start created it
     key_prefixes: list[str]
+
+
+PRIVATE_UMASK = 0o077  # files 0600, directories 0700
+
+
+def secure_data_dir(settings: Settings) -> str | None:
+    """Make what this process creates private to its user and create the data directory 0700.
+
+    The data directory holds the SQLite database (every team's logs, retained payloads, webhook
+    secrets), the secret key, spill files and media files. Returns a warning (also logged) when it
+    existed already with access for the group or others: that is left as the operator set it."""
+    os.umask(PRIVATE_UMASK)
+    path = settings.data_dir
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777
+    if not mode & 0o077:
+        return None
+    warning = (
+        f"warning: the data directory {path} is open to other users (mode {mode:04o}); "
+        f"it holds the database and the secret key: chmod 700 {path}"
+    )
+    log.warning("%s", warning)
+    return warning
 
 
 async def ensure_schema(engine: AsyncEngine, settings: Settings) -> None:
@@ -146,7 +172,21 @@ async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True)
         # Reservations of processes that died (their lease ran out); every process also sweeps periodically.
         await reservations.sweep(engine)
         await prune_settlement_keys(engine)
+        await _reseal_webhook_secrets(engine, settings)
         return await ensure_demo_team(engine, settings) if demo else None
+
+
+async def _reseal_webhook_secrets(engine: AsyncEngine, settings: Settings) -> None:
+    """Webhook secrets stored in plain text (before encryption at rest) or under the previous secret key
+    are sealed under the current one."""
+    previous = settings.previous_secret_key
+    box = secret_box(ensure_secret_key(settings), previous.get_secret_value() if previous else None)
+    try:
+        changed = await reseal_all(engine, box)
+    except UnreadableSecret as exc:
+        raise StartupError(str(exc)) from exc
+    if changed:
+        log.info("encrypted %s webhook secrets under the current secret key", changed)
 
 
 async def prepare_worker(engine: AsyncEngine, settings: Settings) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
@@ -13,7 +14,15 @@ import click
 from pydantic import ValidationError
 
 from modelport.billing.operator import Operator, check_tier
-from modelport.bootstrap import StartupError, ensure_schema, prepare, prepare_worker, start_sqlite_migration
+from modelport.bootstrap import (
+    PRIVATE_UMASK,
+    StartupError,
+    ensure_schema,
+    prepare,
+    prepare_worker,
+    secure_data_dir,
+    start_sqlite_migration,
+)
 from modelport.catalog import CatalogFileError
 from modelport.errors import InvalidParameters, ServiceError
 from modelport.settings import Settings, load_settings
@@ -24,9 +33,14 @@ T = TypeVar("T")
 
 
 def _settings(**overrides: Any) -> Settings:
+    os.umask(PRIVATE_UMASK)  # every file a command creates (database, secret key, spills) is 0600
     try:
         return load_settings(**{k: v for k, v in overrides.items() if v is not None})
-    except (ValidationError, ValueError) as exc:
+    except ValidationError as exc:
+        # Field and message only: an input value may be a secret (an admin token refused as too short).
+        lines = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)]
+        raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from exc
+    except ValueError as exc:
         raise click.ClickException(f"invalid settings:\n{exc}") from exc
 
 
@@ -85,6 +99,7 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     if no_workers:
         settings = settings.model_copy(update={"tasks": settings.tasks.model_copy(update={"run_workers": False})})
     configure_logging(settings.log_level, json_lines=settings.log_json)
+    data_dir_warning = secure_data_dir(settings)
     migration = start_sqlite_migration(settings)
     if workers == 1:
         from modelport import server  # with several workers the CLI execs the supervisor: it never needs it
@@ -113,6 +128,8 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     ]
     if metrics is not None:
         lines.append(f"metrics:       {metrics.url}   (Prometheus text format)")
+    if data_dir_warning is not None:
+        lines.append(data_dir_warning)
     if settings.public_media_url and settings.public_media_url.startswith("http://"):
         lines.append("warning: MODELPORT_PUBLIC_MEDIA_URL is plain http://; use https:// in production")
     allowed = sorted(settings.net.allowed_pairs())
@@ -171,6 +188,7 @@ def worker() -> None:
 
     settings = _settings()
     configure_logging(settings.log_level, json_lines=settings.log_json)
+    secure_data_dir(settings)
     # The schema (SQLite migrated, PostgreSQL must be up to date) and the catalog, as serve does.
     _run_db(settings, lambda engine: prepare_worker(engine, settings), migrate_sqlite=False)
     metrics_url = start_metrics(settings)
@@ -189,6 +207,7 @@ def migrate() -> None:
     from modelport.storage.migrate import upgrade_to_head
 
     settings = _settings()
+    secure_data_dir(settings)
     _run_db(settings, upgrade_to_head, migrate_sqlite=False)
     click.echo("schema is up to date")
 
@@ -267,6 +286,17 @@ def team_unsuspend(team_ref: str, as_json: bool) -> None:
     """Lift TEAM's suspension: its active keys work again."""
     updated = _operate(_settings(), lambda op: op.unsuspend(team_ref))
     _emit(as_json, updated.to_public(), f"team {updated.name} is no longer suspended")
+
+
+@team.command("end-sessions")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--json", "as_json", is_flag=True)
+def team_end_sessions(team_ref: str, as_json: bool) -> None:
+    """End every console session of TEAM at once (its members sign in again)."""
+    found, ended = _operate(_settings(), lambda op: op.end_sessions(team_ref))
+    _emit(
+        as_json, {"team": found.to_public(), "sessions_ended": ended}, f"ended {ended} console sessions of {found.name}"
+    )
 
 
 @admin.group()

@@ -69,6 +69,10 @@ def _config(app: object, settings: Settings, host: Host, limits: ConnectionLimit
         timeout_graceful_shutdown=math.ceil(settings.server.graceful_shutdown_seconds) + CUT_SECONDS,
         timeout_keep_alive=max(1, round(settings.server.keep_alive_seconds)),
         server_header=False,
+        # X-Forwarded-For/-Proto only from the configured proxies, so scope["client"] is the real client;
+        # with none configured they are ignored (uvicorn's own default trusts loopback).
+        proxy_headers=bool(settings.server.trusted_proxies),
+        forwarded_allow_ips=list(settings.server.trusted_proxies),
     )
 
 

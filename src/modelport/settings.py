@@ -7,18 +7,24 @@ Sources, highest precedence first: explicit keyword arguments, `MODELPORT_*` env
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+MIN_ADMIN_TOKEN_LENGTH = 32
 
 
 class FilesSettings(BaseModel):
@@ -68,6 +74,30 @@ class ServerSettings(BaseModel):
     # SIGTERM: for this long first, /readyz answers 503 while everything else is still served, so a load
     # balancer stops routing here before the listening sockets close (set it above its probe interval).
     drain_seconds: float = Field(default=0.0, ge=0)
+    # Addresses or CIDR networks of the reverse proxies in front of the service (default: none). Only a
+    # connection from one of them has its `X-Forwarded-For` / `X-Forwarded-Proto` honoured; everything
+    # that needs the client's address (sign-in and admin-token limits, per-key IP rules) reads it then.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: Any) -> Any:
+        # From the environment: `10.0.0.1, 10.1.0.0/16` or a JSON list; from TOML: a list.
+        if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return json.loads(value)
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or CIDR network") from None
+        return value
 
 
 class CreditSettings(BaseModel):
@@ -226,9 +256,13 @@ class ConsoleSettings(BaseModel):
     session_idle_seconds: int = Field(default=8 * 3600, ge=1)
     # ...and this long after sign-in in any case.
     session_max_seconds: int = Field(default=7 * 24 * 3600, ge=1)
-    # Sign-in attempts (team key or admin token) per client address per minute; shared through Redis
-    # when it is configured.
+    # Failed team sign-ins per client address per minute, and per key prefix tried; past either, a wrong
+    # key gets 429 (a correct key is always accepted). Shared through Redis when it is configured.
     sign_in_per_minute: int = Field(default=10, ge=1)
+    # Body caps of the console's forms (only application/x-www-form-urlencoded is accepted), checked
+    # before anything is parsed: the sign-in forms, and every other form (the catalog editor's is largest).
+    sign_in_form_max_bytes: int = Field(default=4 * 1024, ge=256)
+    form_max_bytes: int = Field(default=64 * 1024, ge=1024)
     # The cookie's Secure flag; unset: on when the public media URL is https.
     secure_cookie: bool | None = None
 
@@ -317,13 +351,24 @@ class Settings(BaseSettings):
     media_port: int = Field(default=8080, ge=0, le=65535)
     text_port: int = Field(default=8081, ge=0, le=65535)
     public_media_url: str | None = None
+    # The text gateway's public base URL (the API reference's "Try it out" target); unset: the public
+    # media URL's scheme and host name with `text_port`.
+    public_text_url: str | None = None
     # Prometheus `/metrics` on its own port (unset: off); bound to `metrics_host`, default `host`.
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_host: str | None = None
     catalog: Path | None = None
+    # At least 32 characters (start-up refuses a shorter one): it is every team's money and keys.
     admin_token: SecretStr | None = None
-    # HMAC key for signed download URLs and webhook signatures; generated into data_dir when unset.
+    # Failed admin-token attempts (admin API and operator sign-in) per client address per minute; past it,
+    # every attempt from that address gets 429 until the window has room again.
+    admin_failures_per_minute: int = Field(default=10, ge=1)
+    # HMAC key for signed download URLs and webhook signatures, and the root of the key that encrypts
+    # webhook secrets at rest; generated into data_dir when unset.
     secret_key: SecretStr | None = None
+    # The secret key before a rotation: webhook secrets encrypted with it are still read, and re-encrypted
+    # with the current key at the next `serve` start (docs/security.md, Rotating the secret key).
+    previous_secret_key: SecretStr | None = None
     # How long a resolved API key stays cached in a process; revocation takes effect within this bound.
     auth_cache_seconds: float = Field(default=5.0, ge=0)
     # Key prefix of rate-limit state in Redis; processes that share limits use the same prefix.
@@ -374,7 +419,24 @@ class Settings(BaseSettings):
             raise ValueError("must start with sqlite+aiosqlite:// or postgresql+asyncpg://")
         return value
 
-    @field_validator("public_media_url")
+    @field_validator("admin_token", mode="before")
+    @classmethod
+    def _empty_admin_token_is_unset(cls, value: Any) -> Any:
+        # `MODELPORT_ADMIN_TOKEN=` (compose's default) means no admin API, never an empty token.
+        return None if value == "" else value
+
+    @field_validator("admin_token")
+    @classmethod
+    def _check_admin_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < MIN_ADMIN_TOKEN_LENGTH:
+            raise ValueError(
+                f"MODELPORT_ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_LENGTH} characters: it opens the admin"
+                " API and the operator console (every team's keys and money), so it must not be guessable."
+                " Make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+        return value
+
+    @field_validator("public_media_url", "public_text_url")
     @classmethod
     def _check_public_url(cls, value: str | None) -> str | None:
         if value is None:
@@ -409,6 +471,14 @@ class Settings(BaseSettings):
     def effective_public_media_url(self) -> str:
         return self.public_media_url or f"http://{self.host}:{self.media_port}"
 
+    @property
+    def effective_public_text_url(self) -> str:
+        if self.public_text_url:
+            return self.public_text_url
+        media = urlsplit(self.effective_public_media_url)
+        host = f"[{media.hostname}]" if media.hostname and ":" in media.hostname else media.hostname
+        return f"{media.scheme}://{host}:{self.text_port}"
+
     def tier(self, name: str) -> TierSettings:
         for tier in self.tiers:
             if tier.name == name:
@@ -424,6 +494,8 @@ class Settings(BaseSettings):
             "media_port": self.media_port,
             "text_port": self.text_port,
             "public_media_url": self.effective_public_media_url,
+            "public_text_url": self.effective_public_text_url,
+            "trusted_proxies": self.server.trusted_proxies,
             "admin_api": self.admin_token is not None,
             "files_backend": self.files.backend,
             "net_allow_hosts": sorted(self.net.allowed_pairs()),

@@ -10,6 +10,7 @@ from sqlalchemy import Row, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts import console_sessions
 from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.keys import generate_key, hash_key, visible_prefix
 from modelport.accounts.limits import limits_from_columns
@@ -97,6 +98,7 @@ async def set_suspended(engine: AsyncEngine, ref: str, suspended: bool) -> Team:
         if suspended:
             stmt = update(teams).where(teams.c.id == team.id, teams.c.suspended_at_ms.is_(None))
             await conn.execute(stmt.values(suspended_at_ms=now_ms()))
+            await console_sessions.end_for_team(conn, team.id)  # ended, not merely paused: gone on unsuspend too
         else:
             await conn.execute(update(teams).where(teams.c.id == team.id).values(suspended_at_ms=None))
     return await get_team(engine, team.id)
@@ -171,6 +173,7 @@ async def revoke_key(engine: AsyncEngine, key_id: str) -> ApiKey:
             .where(api_keys.c.id == key_id, api_keys.c.revoked_at_ms.is_(None))
             .values(revoked_at_ms=now_ms())
         )
+        await console_sessions.end_for_key(conn, key_id)
     return await get_key(engine, key_id)
 
 

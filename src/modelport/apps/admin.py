@@ -119,6 +119,12 @@ async def unsuspend_team(request: Request, team: str) -> Response:
     return ok((await _operator(request).unsuspend(team)).to_public())
 
 
+@router.post("/teams/{team}/end-sessions")
+async def end_sessions(request: Request, team: str) -> Response:
+    found, ended = await _operator(request).end_sessions(team)
+    return ok({"team": found.to_public(), "sessions_ended": ended})
+
+
 @router.post("/teams/{team}/topups")
 async def topup(request: Request, team: str, body: Topup) -> Response:
     result = await _operator(request).topup(team, body.amount_usd, note=body.note)

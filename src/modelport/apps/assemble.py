@@ -33,6 +33,7 @@ from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.tasks.live import TASK_CHANGES, TaskChanges
 from modelport.media.tasks.service import TASK_QUEUE, TASKS, TaskService
 from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
+from modelport.media.webhooks.secrets import box_of
 from modelport.media.webhooks.sender import WebhookSender
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
@@ -113,7 +114,7 @@ def build_services(
         ),
     )
     if settings.tasks.run_workers if task_workers is None else task_workers:
-        sender = WebhookSender(db, fetcher, settings.webhooks)
+        sender = WebhookSender(db, fetcher, settings.webhooks, box_of(services))
         executor = TaskExecutor(
             engine=db,
             catalog=services.catalog,

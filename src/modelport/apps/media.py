@@ -20,7 +20,7 @@ from modelport.media import keys_api, utility
 from modelport.media.assets import routes as asset_routes
 from modelport.media.files import routes as file_routes
 from modelport.media.model_docs import render_page
-from modelport.media.reference.routes import reference_router
+from modelport.media.reference.routes import page_headers, reference_router
 from modelport.media.tasks import routes as task_routes
 from modelport.media.webhooks import routes as webhook_routes
 from modelport.services import Services
@@ -66,7 +66,7 @@ def _text_document(services: Services) -> Callable[[], dict[str, Any]]:
 def media_errors(method: str, path: str) -> tuple[int, ...]:
     """Errors beyond the common ones (see web/openapi.py), per operation of the media host."""
     if path.startswith("/admin/"):
-        return (409,) if method == "POST" else ()
+        return (409, 429) if method == "POST" else (429,)  # 429: too many failed admin-token attempts
     if path == "/api/v1/media/files" and method == "POST":
         return (413,)
     if path.startswith("/api/v1/media/providers/"):
@@ -84,6 +84,6 @@ async def model_docs_page(request: Request, slug: str) -> Response:
     snapshot = await get_services(request).catalog.get()
     for model in snapshot.media:
         if model.slug == slug and model.active and model.published:
-            base = get_services(request).settings.effective_public_media_url
-            return HTMLResponse(render_page(model, base))
+            settings = get_services(request).settings
+            return HTMLResponse(render_page(model, settings.effective_public_media_url), headers=page_headers(settings))
     raise NotFound(f"no model {slug!r}")

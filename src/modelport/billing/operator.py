@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport import catalog as catalog_ops
+from modelport.accounts import console_sessions
 from modelport.accounts import service as accounts
 from modelport.accounts.auth import Authenticator
 from modelport.accounts.models import ApiKey, CreatedKey, Team
@@ -102,6 +103,17 @@ class Operator:
         updated = await accounts.set_suspended(self.engine, ref, False)
         self._access_changed()
         return updated
+
+    async def end_sessions(self, ref: str) -> tuple[Team, int]:
+        """End every console session of a team at once (each member signs in again); how many there were."""
+        found = await accounts.get_team(self.engine, ref)
+        async with self.engine.begin() as conn:
+            ended = await console_sessions.end_for_team(conn, found.id)
+        return found, ended
+
+    async def session_count(self, ref: str) -> int:
+        found = await accounts.get_team(self.engine, ref)
+        return await console_sessions.count_for_team(self.engine, found.id)
 
     # Money
 

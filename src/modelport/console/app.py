@@ -7,16 +7,19 @@ never set a cookie.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from fastapi import APIRouter, Depends, FastAPI
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelport.console import signin
 from modelport.console.csrf import verify_csrf
 from modelport.console.errors import CatchUnexpected, install_error_pages
+from modelport.console.form_limits import limit_form
 from modelport.console.sessions import middleware_options
 from modelport.console.team import ROUTERS as TEAM_ROUTERS
 from modelport.services import Services
@@ -58,7 +61,9 @@ class SecurityHeaders:
 
 def create_console_app(services: Services, routers: Sequence[APIRouter] = ()) -> FastAPI:
     """The console app; `routers` are added after the team console's (the operator console's go here)."""
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, dependencies=[Depends(verify_csrf)])
+    # Body limits first: nothing reads a form before them (the CSRF check is its first reader).
+    checks = [Depends(limit_form), Depends(verify_csrf)]
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, dependencies=checks)
     app.state.services = services
     install_error_pages(app)
     app.include_router(signin.router)
@@ -74,4 +79,8 @@ def mount_console(app: FastAPI, services: Services, routers: Sequence[APIRouter]
     """Mount the console (and its static files) on the media host app."""
     static = StaticFiles(packages=[("modelport.console", "static")])
     app.mount(f"{MOUNT}/static", static, name="console-static")
-    app.mount(MOUNT, create_console_app(services, routers), name="console")
+    console = Mount(MOUNT, app=create_console_app(services, routers), name="console")
+    # Starlette's mount pattern (`^/console/(?P<path>.*)$`) stops at a newline: a console URL holding `%0A`
+    # would fall through to the media host's JSON 404. Matched across lines, it gets the console's page.
+    console.path_regex = re.compile(console.path_regex.pattern, re.DOTALL)
+    app.router.routes.append(console)

@@ -1,17 +1,27 @@
 """Who is signed in: `require_team` and `require_operator`, dependencies of the console's pages.
 
 Without a valid session they raise `SignInRequired` (the console answers a redirect to the sign-in page;
-for an htmx request an `HX-Redirect`). A team session is checked on every request through the cached
-auth path by key id, so a revoked key's session ends within `auth_cache_seconds`.
+for an htmx request an `HX-Redirect`). Every request reads the session's row (`accounts.console_sessions`,
+one primary-key read joined with the key and the team), uncached: a sign-out, a revocation, a suspension
+or an operator's "end sessions" ends the session at the next request, on every process.
 """
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
+from modelport.accounts import console_sessions
 from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
-from modelport.console.sessions import KEY_ID, OPERATOR, TEAM_ID, end_session, operator_marker, session_expired
+from modelport.console.sessions import (
+    KEY_ID,
+    OPERATOR,
+    TEAM_ID,
+    forget_session,
+    operator_marker,
+    session_expired,
+    session_token,
+)
 from modelport.errors import NotFound
 from modelport.web.deps import client_host, get_services
 
@@ -30,15 +40,21 @@ class SignInRequired(Exception):
 async def require_team(request: Request) -> AuthContext:
     """The signed-in team (as the auth context of the key it signed in with)."""
     services = get_services(request)
-    team_id, key_id = request.session.get(TEAM_ID), request.session.get(KEY_ID)
-    if not isinstance(team_id, str) or not isinstance(key_id, str) or session_expired(request, services.settings):
-        end_session(request)
+    team_id, key_id, token = request.session.get(TEAM_ID), request.session.get(KEY_ID), session_token(request)
+    if (
+        not isinstance(team_id, str)
+        or not isinstance(key_id, str)
+        or token is None
+        or session_expired(request, services.settings)
+        or not await console_sessions.team_session_valid(services.db, token, team_id=team_id, key_id=key_id)
+    ):
+        forget_session(request)  # never signed in, expired, ended, or its key or team refused now
         raise SignInRequired(TEAM_SIGN_IN)
     context = await services.auth.authenticate_key_id(key_id)
     if context is not None and context.limits is not None and context.refusal(now_ms(), client_host(request)):
         context = None  # expired, or used from outside its allowed addresses: as if revoked
     if context is None or context.team_id != team_id:
-        end_session(request)  # the key was revoked (or the session is not ours): sign in again
+        forget_session(request)  # the key was revoked (or the session is not ours): sign in again
         raise SignInRequired(TEAM_SIGN_IN)
     request.state.auth = context
     return context
@@ -53,8 +69,14 @@ async def require_operator(request: Request) -> None:
     stored = request.session.get(OPERATOR)
     if stored is None:
         raise SignInRequired(OPERATOR_SIGN_IN)  # a team's session stays as it is
-    if stored != marker or session_expired(request, services.settings):
-        end_session(request)  # expired, or signed in with an admin token that has since changed
+    token = session_token(request)
+    if (
+        stored != marker
+        or token is None
+        or session_expired(request, services.settings)
+        or not await console_sessions.operator_session_valid(services.db, token)
+    ):
+        forget_session(request)  # expired, signed out, or signed in with an admin token that has since changed
         raise SignInRequired(OPERATOR_SIGN_IN)
 
 

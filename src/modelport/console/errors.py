@@ -37,7 +37,15 @@ def sign_in_redirect(request: Request, exc: Exception) -> Response:
 
 
 def error_page(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    titles = {400: "Bad request", 403: "Forbidden", 404: "Not found", 405: "Method not allowed", 429: "Slow down"}
+    titles = {
+        400: "Bad request",
+        403: "Forbidden",
+        404: "Not found",
+        405: "Method not allowed",
+        413: "Form too large",
+        415: "Unsupported form",
+        429: "Slow down",
+    }
     title = titles.get(status, "Something went wrong" if status >= 500 else "Request refused")
     return render(
         request, "error.html", {"title": title, "status": status, "message": message}, status=status, headers=headers

@@ -1,9 +1,12 @@
-"""Console sessions: a signed cookie (Starlette's SessionMiddleware), so any worker process can read it.
+"""Console sessions: a signed cookie (Starlette's SessionMiddleware) naming a session row on the server.
 
-The cookie holds only ids and times: for a team the team id and the API key's id (never the key), for an
-operator an HMAC of the admin token (changing the token ends every operator session). The cookie is
-re-signed on every response and refused after `session_idle_seconds` without one; `signed_in_at` caps a
-session at `session_max_seconds` whatever its activity.
+The cookie holds only ids, times and a random session token: for a team the team id and the API key's id
+(never the key), for an operator an HMAC of the admin token (changing the token ends every operator
+session). The token's row (`accounts.console_sessions`) is what makes a session revocable: every request
+of a signed-in page reads it, so sign-out, key revocation, suspension and an operator's "end sessions"
+end a copied cookie too, on every process at once. The cookie is re-signed on every response and refused
+after `session_idle_seconds` without one; the row expires `session_max_seconds` after sign-in whatever
+the activity.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from typing import Any
 
 from starlette.requests import Request
 
+from modelport.accounts import console_sessions
+from modelport.accounts.keys import VISIBLE_PREFIX_LENGTH
 from modelport.clock import now_ms
 from modelport.errors import RateLimited
 from modelport.services import Services
 from modelport.settings import Settings
+from modelport.web.deps import client_address
 
 COOKIE_NAME = "modelport_console"
 COOKIE_PATH = "/console"
@@ -28,6 +34,7 @@ KEY_ID = "key_id"
 OPERATOR = "operator"
 SIGNED_IN_AT = "signed_in_at"
 CSRF = "csrf"
+TOKEN = "sid"  # the session row's token
 
 
 def derived_key(services: Services, purpose: str) -> bytes:
@@ -64,16 +71,25 @@ def session_expired(request: Request, settings: Settings) -> bool:
     return now_ms() - signed_in > settings.console.session_max_seconds * 1000
 
 
-def _start(request: Request, values: dict[str, Any]) -> None:
-    # A fresh session and CSRF token at every sign-in.
-    request.session.clear()
+async def _start(request: Request, services: Services, values: dict[str, Any], *, team_id: str | None) -> None:
+    # A fresh session, row and CSRF token at every sign-in; the session this browser had before ends.
+    await end_session(request, services)
+    lifetime_ms = services.settings.console.session_max_seconds * 1000
+    key_id = values.get(KEY_ID)
+    token = await console_sessions.start(services.db, lifetime_ms=lifetime_ms, team_id=team_id, key_id=key_id)
     request.session.update(values)
+    request.session[TOKEN] = token
     request.session[SIGNED_IN_AT] = now_ms()
     request.session[CSRF] = secrets.token_urlsafe(32)
 
 
-def start_team_session(request: Request, team_id: str, key_id: str) -> None:
-    _start(request, {TEAM_ID: team_id, KEY_ID: key_id})
+async def start_team_session(request: Request, services: Services, team_id: str, key_id: str) -> None:
+    await _start(request, services, {TEAM_ID: team_id, KEY_ID: key_id}, team_id=team_id)
+
+
+def session_token(request: Request) -> str | None:
+    token = request.session.get(TOKEN)
+    return token if isinstance(token, str) and token else None
 
 
 def operator_marker(services: Services) -> str | None:
@@ -84,35 +100,49 @@ def operator_marker(services: Services) -> str | None:
     return hmac.new(derived_key(services, "operator"), token.get_secret_value().encode(), hashlib.sha256).hexdigest()
 
 
-def check_admin_token(services: Services, candidate: str) -> bool:
-    token = services.settings.admin_token
-    if token is None or not candidate:
-        return False
-    return hmac.compare_digest(candidate.encode(), token.get_secret_value().encode())
-
-
-def start_operator_session(request: Request, services: Services) -> None:
+async def start_operator_session(request: Request, services: Services) -> None:
     marker = operator_marker(services)
     assert marker is not None
-    _start(request, {OPERATOR: marker})
+    await _start(request, services, {OPERATOR: marker}, team_id=None)
 
 
-def end_session(request: Request) -> None:
+def forget_session(request: Request) -> None:
+    """Clear the browser's copy (the server's row, if any, is already gone or invalid)."""
     request.session.clear()
 
 
-def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+async def end_session(request: Request, services: Services) -> None:
+    """Sign out: the session's row goes (so a copy of the cookie stops working too), then the cookie."""
+    token = session_token(request)
+    if token is not None:
+        await console_sessions.end(services.db, token)
+    request.session.clear()
 
 
-async def limit_sign_in(request: Request, services: Services) -> None:
-    """Count one sign-in attempt from this client address; RateLimited over the limit.
+def _prefix_bucket(key: str) -> str:
+    # The visible prefix of the key tried, hashed: a bounded, printable limiter key whatever was sent.
+    return hashlib.sha256(key[:VISIBLE_PREFIX_LENGTH].encode("utf-8", "replace")).hexdigest()[:24]
+
+
+async def count_failed_sign_in(request: Request, services: Services, key_tried: str) -> RateLimited | None:
+    """Count one failed team sign-in against the client address and against the key prefix tried; the
+    RateLimited to answer when either is over `sign_in_per_minute`. Only failures are counted, and only
+    after the key was checked: a correct key is never refused here (keys are 256-bit random, so the limit
+    is there to slow sprays and keep the log readable, not to protect a key from being guessed).
 
     The process's rate limiter: in Redis when configured, so every process and machine shares the count."""
     limit = services.settings.console.sign_in_per_minute
-    decision = await services.limiters.rate.hit(f"console:sign-in:{client_address(request)}", limit)
-    if not decision.allowed:
-        raise RateLimited(
-            f"too many sign-in attempts; try again in {decision.retry_after} s",
-            headers={"Retry-After": str(decision.retry_after)},
-        )
+    denied = None
+    for bucket in (
+        f"console:sign-in-fail:addr:{client_address(request)}",
+        f"console:sign-in-fail:key:{_prefix_bucket(key_tried)}",
+    ):
+        decision = await services.limiters.rate.hit(bucket, limit)
+        if not decision.allowed and (denied is None or decision.retry_after > denied.retry_after):
+            denied = decision
+    if denied is None:
+        return None
+    return RateLimited(
+        f"too many failed sign-in attempts; try again in {denied.retry_after} s",
+        headers={"Retry-After": str(denied.retry_after)},
+    )

@@ -11,15 +11,14 @@ from modelport.console.deps import OPERATOR_SIGN_IN, TEAM_SIGN_IN, operator_cons
 from modelport.console.sessions import (
     KEY_ID,
     OPERATOR,
-    check_admin_token,
+    count_failed_sign_in,
     end_session,
-    limit_sign_in,
     start_operator_session,
     start_team_session,
 )
 from modelport.console.templating import console_root, render
 from modelport.errors import NotFound, RateLimited
-from modelport.web.deps import client_host, get_services
+from modelport.web.deps import admin_token_matches, client_host, get_services
 
 router = APIRouter()
 
@@ -50,22 +49,23 @@ async def team_sign_in(request: Request) -> Response:
     services = get_services(request)
     form = await request.form()
     context = _sign_in_context(request, operator=False, next_path=_form_value(form, "next"))
-    try:
-        await limit_sign_in(request, services)
-    except RateLimited as exc:
-        return render(request, "sign_in.html", {**context, "error": exc.detail}, status=429, headers=exc.headers)
-    resolved = await services.auth.resolve(_form_value(form, "api_key"))
+    key = _form_value(form, "api_key")
+    resolved = await services.auth.resolve(key)
     auth = resolved.context
     if auth is not None and auth.limits is not None and auth.refusal(now_ms(), client_host(request)):
         auth = None  # expired, or not from its allowed addresses: refused like an unknown key
     if auth is None:
-        error = (
-            "That key's team is suspended: ask the service's operator."
-            if resolved.suspended
-            else "That key was not accepted: it is unknown or has been revoked."
-        )
+        if resolved.suspended:
+            error = "That key's team is suspended: ask the service's operator."
+            return render(request, "sign_in.html", {**context, "error": error}, status=401)
+        # Checked first, counted after: a correct key is never refused by the limit (see sessions.py).
+        limited = await count_failed_sign_in(request, services, key)
+        if limited is not None:
+            page = {**context, "error": limited.detail}
+            return render(request, "sign_in.html", page, status=429, headers=limited.headers)
+        error = "That key was not accepted: it is unknown or has been revoked."
         return render(request, "sign_in.html", {**context, "error": error}, status=401)
-    start_team_session(request, auth.team_id, auth.key_id)
+    await start_team_session(request, services, auth.team_id, auth.key_id)
     return RedirectResponse(console_root(request) + safe_next(context["next_path"], "/"), status_code=303)
 
 
@@ -84,19 +84,19 @@ async def operator_sign_in(request: Request) -> Response:
     form = await request.form()
     context = _sign_in_context(request, operator=True, next_path=_form_value(form, "next"))
     try:
-        await limit_sign_in(request, services)
-    except RateLimited as exc:
+        accepted = await admin_token_matches(request, _form_value(form, "admin_token"))
+    except RateLimited as exc:  # the admin API's count of failures from this address, shared
         return render(request, "sign_in.html", {**context, "error": exc.detail}, status=429, headers=exc.headers)
-    if not check_admin_token(services, _form_value(form, "admin_token")):
+    if not accepted:
         return render(request, "sign_in.html", {**context, "error": "That admin token was not accepted."}, status=401)
-    start_operator_session(request, services)
+    await start_operator_session(request, services)
     return RedirectResponse(console_root(request) + safe_next(context["next_path"], OPERATOR_HOME), status_code=303)
 
 
 @router.post("/sign-out")
 async def sign_out(request: Request) -> Response:
     operator = OPERATOR in request.session
-    end_session(request)
+    await end_session(request, get_services(request))
     return RedirectResponse(console_root(request) + (OPERATOR_SIGN_IN if operator else TEAM_SIGN_IN), status_code=303)
 
 

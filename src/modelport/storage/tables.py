@@ -84,6 +84,20 @@ key_spend = Table(
     Column("frozen_micros", BigInteger, nullable=False, default=0),
 )
 
+# Console sessions: the signed cookie holds a random token, this table its SHA-256. A session is valid
+# while its row exists and has not expired; sign-out, key revocation, team suspension and an operator's
+# "end sessions" delete rows, so every process refuses the cookie from its next request on.
+console_sessions = Table(
+    "console_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),  # SHA-256 hex of the cookie's token
+    Column("team_id", String(40), nullable=True, index=True),  # None for an operator session
+    Column("key_id", String(40), nullable=True, index=True),  # the key a team signed in with
+    Column("operator", Boolean, nullable=False, default=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("expires_at_ms", BigInteger, nullable=False, index=True),  # created + session_max_seconds
+)
+
 ledger_entries = Table(
     "ledger_entries",
     metadata,

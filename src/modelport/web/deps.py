@@ -8,12 +8,14 @@ or a server keeps differs, so none is trusted.
 from __future__ import annotations
 
 import hmac
+import math
+import time
 
 from starlette.requests import Request
 
 from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
-from modelport.errors import AuthenticationFailed, NotFound
+from modelport.errors import AuthenticationFailed, NotFound, RateLimited
 from modelport.services import Services
 
 
@@ -112,14 +114,45 @@ def client_host(request: Request) -> str | None:
     return client[0] if client else None
 
 
+def client_address(request: Request) -> str:
+    """The client's address: the ASGI server puts the real one in scope["client"] (forwarded headers are
+    honoured only from `server.trusted_proxies`)."""
+    return request.client.host if request.client else "unknown"
+
+
+async def admin_token_matches(request: Request, candidate: str) -> bool:
+    """Whether `candidate` is the admin token, counting failures per client address.
+
+    Past `admin_failures_per_minute` failures every attempt from that address is refused with RateLimited
+    before the token is compared, so guessing runs at that rate at most. Shared by the admin API and the
+    operator console's sign-in (one count per address)."""
+    services = get_services(request)
+    configured = services.settings.admin_token
+    if configured is None:
+        return False
+    limit = services.settings.admin_failures_per_minute
+    bucket = f"admin-token-failures:{client_address(request)}"
+    state = await services.limiters.rate.hit(bucket, limit, cost=0)  # cost 0: only reads the count
+    if state.remaining == 0:
+        # Room for one more attempt comes back one emission interval (60 s / limit) before full recovery.
+        wait = state.reset_at - time.time() - 60 * (limit - 1) / limit
+        raise RateLimited(
+            "too many failed admin token attempts from this address; try again later",
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
+    if candidate and hmac.compare_digest(candidate.encode(), configured.get_secret_value().encode()):
+        return True
+    await services.limiters.rate.hit(bucket, limit)
+    return False
+
+
 async def admin_auth(request: Request) -> None:
     """Admin routes answer 404 (not 401) when no admin token is configured: they do not exist then."""
-    configured = get_services(request).settings.admin_token
-    if configured is None:
+    if get_services(request).settings.admin_token is None:
         raise NotFound(f"no route {request.method} {request.url.path}")
     try:
         token = bearer_token(request) or ""
     except DuplicateCredentialHeader:
         token = ""
-    if not hmac.compare_digest(token.encode(), configured.get_secret_value().encode()):
+    if not await admin_token_matches(request, token):
         raise AuthenticationFailed("invalid admin token")

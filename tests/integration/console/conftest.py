@@ -78,6 +78,7 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console
             "MODELPORT_CATALOG": str(write_catalog(tmp, upstream)),
             "MODELPORT_ADMIN_TOKEN": ADMIN_TOKEN,
             "MODELPORT_CONSOLE__SIGN_IN_PER_MINUTE": "1000",
+            "MODELPORT_ADMIN_FAILURES_PER_MINUTE": "1000",  # fuzzers send wrong tokens from this address
         }
         with run_server(tmp, env=env) as server:
             yield ConsoleServer(server, upstream)

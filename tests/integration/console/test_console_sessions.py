@@ -14,7 +14,7 @@ import pytest
 from tests.support.console import ConsoleClient, csrf_of
 from tests.support.server import RunningServer, run_server
 
-ADMIN_TOKEN = "console-admin-token-0123456789"
+ADMIN_TOKEN = "console-admin-token-0123456789-abcdef"
 
 
 @pytest.fixture(scope="module")
@@ -108,9 +108,12 @@ def test_sign_in_goes_back_to_the_page_asked_for(server: RunningServer, console:
 
 
 def test_bad_keys_are_refused(console: ConsoleClient) -> None:
-    for key in ("", "mp-not-a-key", "x" * 5000):
+    for key in ("", "mp-not-a-key", "x" * 3000):
         r = console.sign_in(key)
         assert r.status_code == 401 and "not accepted" in r.text
+    # Past the sign-in form's cap (4 KiB), refused before it is parsed.
+    r = console.sign_in("x" * 5000)
+    assert r.status_code == 413 and r.headers["content-type"].startswith("text/html")
     assert "key_id" not in json.dumps(cookie_payload(console))
 
 
@@ -162,18 +165,21 @@ def test_sessions_expire_and_sign_in_is_rate_limited(tmp_path: Path) -> None:
             assert console.get("/").status_code == 200
             time.sleep(2.2)
             assert console.get("/").status_code == 303  # past session_max_seconds
-            assert console.sign_in("mp-wrong").status_code == 401
-            assert console.sign_in("mp-wrong").status_code == 401
-            limited = console.sign_in(server.demo_key)  # the 4th attempt in a minute, even with a good key
-            assert limited.status_code == 429 and "too many sign-in attempts" in limited.text
+            for _ in range(3):
+                assert console.sign_in("mp-wrong").status_code == 401
+            limited = console.sign_in("mp-wrong")  # the 4th failure from this address in a minute
+            assert limited.status_code == 429 and "too many failed sign-in attempts" in limited.text
             assert int(limited.headers["retry-after"]) >= 1
+            # A correct key is never locked out, from the same address too.
+            assert console.sign_in(server.demo_key).status_code == 303
         finally:
             console.close()
 
 
-def test_a_revoked_key_ends_sessions_in_every_worker_within_the_cache_bound(tmp_path: Path) -> None:
-    """Two worker processes, keys cached 2 s: the revocation reaches the process that did not serve it
-    within that bound (each request below is a new connection, so both workers answer some)."""
+def test_a_revoked_key_ends_sessions_in_every_worker_at_once(tmp_path: Path) -> None:
+    """Two worker processes, keys cached 2 s: the session's row is read on every request, so the
+    revocation ends the session in the process that did not serve it at once (each request below is a new
+    connection, so both workers answer some)."""
     with run_server(
         tmp_path, "--workers", "2", MODELPORT_AUTH_CACHE_SECONDS="2", MODELPORT_ADMIN_TOKEN=ADMIN_TOKEN
     ) as server:
@@ -189,5 +195,4 @@ def test_a_revoked_key_ends_sessions_in_every_worker_within_the_cache_bound(tmp_
 
         assert [overview() for _ in range(6)] == [200] * 6
         assert admin(server, "POST", f"/keys/{key_id}/revoke").status_code == 200
-        time.sleep(2.5)  # the bound (2 s) and a margin; the bound is an upper limit, so no flakiness
         assert [overview() for _ in range(10)] == [303] * 10

@@ -18,7 +18,7 @@ from tests.support.server import RunningServer, run_server
 
 pytestmark = pytest.mark.browser
 
-ADMIN_TOKEN = "browser-admin-token-0123456789"
+ADMIN_TOKEN = "browser-admin-token-0123456789-abcdef"
 SECRET_HEADER = "s3cret-header-value"
 SECRET_PASSWORD = "pw-in-the-url"
 BROKEN = "broken/upstream"

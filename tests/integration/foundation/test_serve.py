@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.server import RunningServer, run_server, worker_pids
 
-ADMIN_TOKEN = "test-admin-token-0123456789"
+ADMIN_TOKEN = "test-admin-token-0123456789-abcdef"
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.server import RunningServer, run_server
 
-ADMIN_TOKEN = "gateway-admin-token-0123456789"
+ADMIN_TOKEN = "gateway-admin-token-0123456789-abcdef"
 # USD per million tokens = micro-USD per token: 12 input + 4 output tokens cost 12*1 + 4*2 = 20 micro-USD.
 PRICES = '{ input = "1", output = "2", cache_read = "0.5", cache_write = "1.25" }'
 

@@ -107,7 +107,9 @@ def test_range_with_thousands_of_digits_is_answered(gw: Gateway) -> None:
     ],
 )
 def test_nul_in_path_or_query_is_400(gw: Gateway, path: str) -> None:
-    headers = media_auth(gw) if path.startswith("/api") else {"Authorization": "Bearer gateway-admin-token-0123456789"}
+    headers = (
+        media_auth(gw) if path.startswith("/api") else {"Authorization": "Bearer gateway-admin-token-0123456789-abcdef"}
+    )
     for method in ("GET", "DELETE"):
         r = httpx.request(method, gw.server.media_url + path, headers=headers)
         assert r.status_code == 400, r.text
@@ -158,7 +160,7 @@ def test_duplicate_authorization_on_the_media_host_is_401(gw: Gateway) -> None:
     headers = [("authorization", f"Bearer {gw.key}"), ("authorization", "Bearer mp-other")]
     r = httpx.get(gw.server.media_url + "/api/v1/team/balance", headers=headers)
     assert r.status_code == 401, r.text
-    admin = [("authorization", "Bearer gateway-admin-token-0123456789")] * 2
+    admin = [("authorization", "Bearer gateway-admin-token-0123456789-abcdef")] * 2
     assert httpx.get(gw.server.media_url + "/admin/v1/teams", headers=admin).status_code == 401
 
 

@@ -16,7 +16,7 @@ from tests.support.catalogs import shipped_with_fake_chat
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.server import RunningServer, run_server, server_env
 
-ADMIN_TOKEN = "keys-admin-token-0123456789"
+ADMIN_TOKEN = "keys-admin-token-0123456789-abcdef"
 # fake/chat: 1 USD input, 2 USD output per million tokens. With the fake's usage of 10 + 100 tokens a request
 # costs 210 micro-USD.
 COST_MICROS = 10 * 1 + 100 * 2

@@ -15,7 +15,7 @@ import httpx
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.server import RunningServer, run_server, server_env
 
-ADMIN_TOKEN = "money-admin-token-0123456789"
+ADMIN_TOKEN = "money-admin-token-0123456789-abcdef"
 
 CONFIG_TOML = """
 [[tiers]]

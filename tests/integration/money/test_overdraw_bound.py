@@ -108,7 +108,7 @@ deployments = [{{ kind = "{kind}", base_url = "{url}", model = "m" }}]
     return {
         "MODELPORT_CATALOG": str(catalog),
         "MODELPORT_CONFIG": str(config),
-        "MODELPORT_ADMIN_TOKEN": "money-admin-token-0123456789",
+        "MODELPORT_ADMIN_TOKEN": "money-admin-token-0123456789-abcdef",
         "MODELPORT_DEMO_BALANCE_USD": "0",
         "MODELPORT_CREDIT__MIN_OUTPUT_TOKENS": str(MIN_CAP),
     }

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.server import RunningServer, run_server
 
-ADMIN_TOKEN = "operator-admin-token-0123456789"
+ADMIN_TOKEN = "operator-admin-token-0123456789-abcdef"
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 

@@ -19,6 +19,7 @@ from modelport.clock import now_ms
 from modelport.media.tasks import repository as repo
 from modelport.media.webhooks import outbox
 from modelport.media.webhooks import secrets as team_secrets
+from modelport.media.webhooks.secret_box import secret_box
 from modelport.media.webhooks.sender import WebhookSender
 from modelport.net import SafeFetcher
 from modelport.net.retry_after import retry_after_seconds
@@ -68,11 +69,14 @@ async def failed_task_with_webhook(engine: AsyncEngine, url: str, give_up_ms: in
     return team.id, event_id
 
 
+BOX = secret_box("webhook-sender-test-secret-key")
+
+
 def sender(engine: AsyncEngine, receiver: WebhookReceiver, **settings: object) -> WebhookSender:
     fetcher = SafeFetcher(NetSettings(allow_hosts=receiver.host))
     options: dict[str, object] = {"schedule_seconds": [0, 0.2, 0.2], "jitter_fraction": 0, "timeout_seconds": 1.0}
     options.update(settings)
-    return WebhookSender(engine, fetcher, WebhookSettings.model_validate(options))
+    return WebhookSender(engine, fetcher, WebhookSettings.model_validate(options), BOX)
 
 
 async def deliver_due(s: WebhookSender, engine: AsyncEngine, event_id: str) -> outbox.Delivery:
@@ -90,7 +94,7 @@ async def test_2xx_delivers_signed(engine: AsyncEngine) -> None:
         row = await deliver_due(sender(engine, receiver), engine, event_id)
         assert row.status == "delivered" and row.attempts == 1
         (got,) = receiver.received
-        secret = (await team_secrets.get_or_create(engine, team_id)).secret
+        secret = (await team_secrets.get_or_create(engine, BOX, team_id)).secret
         assert Webhook(secret).verify(got.body, got.headers)["type"] == "task.failed"
         assert got.headers["webhook-id"] == event_id
 

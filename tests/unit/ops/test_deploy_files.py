@@ -94,7 +94,10 @@ def test_dockerfile_env_and_entrypoint() -> None:
     assert 'ENTRYPOINT ["modelport"]' in text
 
 
-@pytest.mark.parametrize("doc", ["docs/deploy.md", "docs/api/operations.md", "docs/configuration.md"])
+@pytest.mark.parametrize(
+    "doc",
+    ["docs/deploy.md", "docs/api/operations.md", "docs/configuration.md", "docs/security.md", "docs/api/console.md"],
+)
 def test_docs_name_only_real_settings(doc: str) -> None:
     names = set(re.findall(r"\b(MODELPORT_[A-Z0-9_]*[A-Z0-9])\b", (ROOT / doc).read_text()))
     # A doc may name a group (`MODELPORT_SERVER__*`, `MODELPORT_CREDIT__LEASE_SECONDS`).

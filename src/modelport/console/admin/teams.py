@@ -71,6 +71,7 @@ async def _team_page(request: Request, team_ref: str, *, new_key: str | None = N
         "tiers": tiers,
         "next_tier": tiers[rank + 1] if rank + 1 < len(tiers) else None,
         "new_key": new_key,
+        "console_sessions": await op.session_count(team.id),
     }
     return page(request, "admin/team.html", context)
 
@@ -126,6 +127,13 @@ async def suspend(request: Request, team_id: str) -> Response:
 async def unsuspend(request: Request, team_id: str) -> Response:
     team = await operator(request).unsuspend(team_id)
     flash(request, f"Lifted the suspension of {team.name}.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
+@router.post("/teams/{team_id}/end-sessions")
+async def end_sessions(request: Request, team_id: str) -> Response:
+    team, ended = await operator(request).end_sessions(team_id)
+    flash(request, f"Ended {ended} console session{'' if ended == 1 else 's'} of {team.name}.")
     return back(request, f"/admin/teams/{team_id}")
 
 

@@ -17,10 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from modelport.accounts import console_sessions
 from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
 from modelport.console.deps import require_team
 from modelport.console.forms import as_field, choice, csv_cell, cursor, optional_text, utc_minute
+from modelport.console.sessions import session_token
 from modelport.console.templating import render, render_fragment, usd_plain, when
 from modelport.errors import InvalidParameters, NotFound
 from modelport.requestlog import browse
@@ -211,6 +213,7 @@ async def logs_tail(request: Request, auth: AuthContext = Depends(require_team))
     resumed = cursor(request, "after", request.headers.get("last-event-id"))
     after = resumed or cursor(request, "after") or await browse.newest(services.db, auth.team_id) or (now_ms(), "")
     team_id = auth.team_id
+    token = session_token(request)  # require_team checked it: a valid session's token
 
     async def events() -> AsyncIterator[str]:
         nonlocal after
@@ -219,9 +222,11 @@ async def logs_tail(request: Request, auth: AuthContext = Depends(require_team))
         while time.monotonic() < deadline and not services.draining:
             if await request.is_disconnected():
                 return
-            # The session's key may have been revoked since the stream started.
-            context = await services.auth.authenticate_key_id(auth.key_id)
-            if context is None or context.team_id != team_id:
+            # The session may have ended since the stream started (sign-out, revocation, suspension).
+            alive = token is not None and await console_sessions.team_session_valid(
+                services.db, token, team_id=team_id, key_id=auth.key_id
+            )
+            if not alive:
                 yield "event: signed-out\ndata: \n\n"
                 return
             rows = await browse.newer(services.db, team_id, after, limit=200)

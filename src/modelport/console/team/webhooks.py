@@ -38,13 +38,15 @@ async def _page(request: Request, found: team_secrets.TeamSecrets, *, shown: str
 
 @router.get("/webhooks")
 async def webhooks_page(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
-    found = await team_secrets.get_or_create(get_services(request).db, auth.team_id)
+    services = get_services(request)
+    found = await team_secrets.get_or_create(services.db, team_secrets.box_of(services), auth.team_id)
     return await _page(request, found, shown=None, rotated=False)
 
 
 @router.post("/webhooks/reveal")
 async def reveal(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
-    found = await team_secrets.get_or_create(get_services(request).db, auth.team_id)
+    services = get_services(request)
+    found = await team_secrets.get_or_create(services.db, team_secrets.box_of(services), auth.team_id)
     return await _page(request, found, shown=found.secret, rotated=False)
 
 
@@ -52,5 +54,7 @@ async def reveal(request: Request, auth: AuthContext = Depends(require_team)) ->
 async def rotate(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
     services = get_services(request)
     grace_ms = services.settings.webhooks.previous_secret_seconds * 1000
-    rotated = await team_secrets.rotate(services.db, auth.team_id, previous_valid_ms=grace_ms)
+    rotated = await team_secrets.rotate(
+        services.db, team_secrets.box_of(services), auth.team_id, previous_valid_ms=grace_ms
+    )
     return await _page(request, rotated, shown=rotated.secret, rotated=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter
 from starlette.requests import Request
@@ -21,6 +22,7 @@ from swagger_ui_bundle import swagger_ui_path
 from modelport.errors import NotFound
 from modelport.media.reference.guides import guide, guides
 from modelport.media.reference.pages import HOSTS, guide_page, index_page, swagger_page
+from modelport.settings import Settings
 from modelport.web.deps import get_services
 from modelport.web.envelope import JSONBytesResponse
 
@@ -30,8 +32,27 @@ _CACHE = {"cache-control": "public, max-age=3600"}
 _MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
 
 
-def _page(body: str) -> HTMLResponse:
-    return HTMLResponse(body, headers={"cache-control": "no-cache"})
+def page_headers(settings: Settings) -> dict[str, str]:
+    """Headers of every HTML page under /docs: never framed (X-Frame-Options for older browsers), scripts and
+    styles from this host only; Swagger UI may call this host and the text gateway's public URL (from the
+    settings, never from the request). Inline style attributes are allowed: Swagger UI sets them."""
+    text = urlsplit(settings.effective_public_text_url)
+    csp = (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        f"connect-src 'self' {text.scheme}://{text.netloc}; font-src 'self'; object-src 'none'; "
+        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+    return {
+        "cache-control": "no-cache",
+        "content-security-policy": csp,
+        "x-frame-options": "DENY",
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "same-origin",
+    }
+
+
+def _page(request: Request, body: str) -> HTMLResponse:
+    return HTMLResponse(body, headers=page_headers(get_services(request).settings))
 
 
 def reference_router(text_openapi: Callable[[], dict[str, Any]]) -> APIRouter:
@@ -42,9 +63,9 @@ def reference_router(text_openapi: Callable[[], dict[str, Any]]) -> APIRouter:
     router.add_api_route("/docs/api/{host}", reference_api, methods=["GET"])
 
     async def text_document(request: Request) -> Response:
-        # "Try it out" must reach the text gateway: the same host name as this page, the gateway's port.
-        port = get_services(request).settings.text_port
-        server = f"{request.url.scheme}://{request.url.hostname}:{port}"
+        # "Try it out" reaches the text gateway at its public URL, from the settings: never from the Host
+        # header, which would let a forged request point a reader's key at another server.
+        server = get_services(request).settings.effective_public_text_url
         return JSONBytesResponse({**text_openapi(), "servers": [{"url": server, "description": "text gateway"}]})
 
     router.add_api_route("/docs/openapi/text.json", text_document, methods=["GET"])
@@ -66,24 +87,24 @@ def _redirect(to: str) -> Callable[[], Any]:
 async def reference_index(request: Request) -> Response:
     snapshot = await get_services(request).catalog.get()
     models = [(m.slug, m.description) for m in snapshot.media if m.active and m.published]
-    return _page(index_page(guides().values(), models))
+    return _page(request, index_page(guides().values(), models))
 
 
-async def reference_api(host: str) -> Response:
+async def reference_api(request: Request, host: str) -> Response:
     if host not in HOSTS:
         raise NotFound(f"no API reference for {host!r}; hosts: {', '.join(HOSTS)}")
-    return _page(swagger_page(host))
+    return _page(request, swagger_page(host))
 
 
-async def guides_index() -> Response:
-    return await guide_by_name("README")
+async def guides_index(request: Request) -> Response:
+    return await guide_by_name(request, "README")
 
 
-async def guide_by_name(name: str) -> Response:
+async def guide_by_name(request: Request, name: str) -> Response:
     found = guide(name.removesuffix(".md"))
     if found is None:
         raise NotFound(f"no guide {name!r}")
-    return _page(guide_page(found, guides().values()))
+    return _page(request, guide_page(found, guides().values()))
 
 
 def _file(folder: Path, name: str, allowed: set[str]) -> Response:

@@ -32,13 +32,17 @@ def _view(found: team_secrets.TeamSecrets) -> dict[str, Any]:
 
 @router.get("/secret", summary="The team's webhook signing secret")
 async def get_secret(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
-    return ok(_view(await team_secrets.get_or_create(get_services(request).db, auth.team_id)))
+    services = get_services(request)
+    return ok(_view(await team_secrets.get_or_create(services.db, team_secrets.box_of(services), auth.team_id)))
 
 
 @router.post("/secret/rotate", summary="Rotate the team's webhook signing secret")
 async def rotate_secret(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
     services = get_services(request)
     rotated = await team_secrets.rotate(
-        services.db, auth.team_id, previous_valid_ms=services.settings.webhooks.previous_secret_seconds * 1000
+        services.db,
+        team_secrets.box_of(services),
+        auth.team_id,
+        previous_valid_ms=services.settings.webhooks.previous_secret_seconds * 1000,
     )
     return ok(_view(rotated))

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.clock import now_ms
 from modelport.media.webhooks import outbox
 from modelport.media.webhooks import secrets as team_secrets
+from modelport.media.webhooks.secret_box import SecretBox
 from modelport.media.webhooks.signing import signed_headers
 from modelport.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_FINAL
 from modelport.net import FetchError, SafeFetcher
@@ -29,8 +30,9 @@ log = logging.getLogger("modelport.webhooks")
 
 
 class WebhookSender:
-    def __init__(self, engine: AsyncEngine, fetcher: SafeFetcher, settings: WebhookSettings) -> None:
+    def __init__(self, engine: AsyncEngine, fetcher: SafeFetcher, settings: WebhookSettings, box: SecretBox) -> None:
         self._engine = engine
+        self._box = box  # opens the teams' signing secrets, stored encrypted
         self._fetcher = fetcher
         self._settings = settings
         self._wake = asyncio.Event()
@@ -108,7 +110,7 @@ class WebhookSender:
         error: str | None = None
         retry_after: float | None = None
         try:
-            keys = (await team_secrets.get_or_create(self._engine, claimed.team_id)).signing(started)
+            keys = (await team_secrets.get_or_create(self._engine, self._box, claimed.team_id)).signing(started)
             headers = signed_headers(claimed.id, claimed.payload, keys, started)
             answer = await self._fetcher.send(
                 claimed.url, body=claimed.payload.encode(), headers=headers, time_limit=self._settings.timeout_seconds
