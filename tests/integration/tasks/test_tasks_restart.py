@@ -62,7 +62,8 @@ def test_sigkill_serve_with_tasks_queued_and_running(tmp_path: Path) -> None:
                 now = statuses(server, team, ids)
                 return bool(receiver.received) and any(s in ("queued", "processing") for s in now)
 
-            wait_for(refused_while_others_wait, what="a refused webhook while other tasks wait or run")
+            # Generous: on a loaded 2-core machine the first image task alone can take half a minute.
+            wait_for(refused_while_others_wait, timeout=120, what="a refused webhook while other tasks wait or run")
             server.stop(signal.SIGKILL)
         refused_before_kill = {t for t, got in receiver.by_task().items() if got}
         assert refused_before_kill  # a finished task's event was in the outbox, not yet delivered
