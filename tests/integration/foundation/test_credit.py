@@ -53,9 +53,9 @@ async def test_a_team_short_of_the_estimate_is_held_what_it_has_down_to_the_mini
     book = CreditBook(engine, writer, CreditSettings(ask_back_wait_seconds=0.2))
     first = await book.admit(team, 200)  # a slice of a quarter of the balance (250), 200 of it held
     assert first is not None and first.estimate_micros == 200
-    short = await book.admit(team, 5_000, 200)
+    short = await book.admit(team, 5_000, minimum_micros=200)
     assert short is not None and short.estimate_micros == 800  # the whole rest, the slice's unused 50 included
-    assert await book.admit(team, 5_000, 200) is None  # nothing left: not even the minimum
+    assert await book.admit(team, 5_000, minimum_micros=200) is None  # nothing left: not even the minimum
     assert await book.admit(team, 5_000) is None
     fresh = await accounts.get_team(engine, team)
     assert (fresh.balance_micros, fresh.frozen_micros) == (0, 1_000)
