@@ -186,9 +186,12 @@ def run(tmp_path: Path, database_url: str | None, restored_url: str | None) -> N
             for team_id, (balance, ledger) in after["balances"].items():
                 assert balance == ledger, team_id
             assert set(before["balances"]) == set(after["balances"])
-            listed = httpx.get(f"{server.media_url}/api/v1/media/files/{file_id}", headers=team.headers, timeout=30)
+            listed = httpx.get(
+                f"{server.media_url}/api/v1/media/files", params={"limit": 100}, headers=team.headers, timeout=30
+            )
             assert listed.status_code == 200, listed.text
-            assert httpx.get(listed.json()["data"]["download_url"], timeout=30).content == png
+            (pic,) = [f for f in listed.json()["data"]["files"] if f["file_id"] == file_id]
+            assert httpx.get(pic["download_url"], timeout=30).content == png
             for task in wait_ended(server.media_url, team, task_ids).values():
                 for resource in task["result"]["resources"]:
                     got = httpx.get(resource["url"], timeout=30)
