@@ -23,6 +23,7 @@ from modelport.storage.db import create_engine
 from modelport.storage.tables import ledger_entries, media_tasks, teams, webhook_attempts, webhook_deliveries
 from tests.integration.gateway.conftest import CONFIG_TOML, catalog_toml
 from tests.integration.tasks.helpers import (
+    ADMIN_TOKEN,
     Team,
     WebhookReceiver,
     admin,
@@ -134,6 +135,42 @@ def task_rows(database_url: str, team_id: str, task_ids: list[str]) -> dict[str,
     return asyncio.run(read())
 
 
+def check_bad_windows(server: RunningServer) -> None:
+    for bad in (-1, 40_000, "x"):
+        got = httpx.patch(
+            f"{server.media_url}/admin/v1/teams/longer",
+            json={"log_days": bad},
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            timeout=30,
+        )
+        assert got.status_code == 400, (bad, got.text)
+    cli = server.cli("admin", "team", "set", "longer", "--log-days", "soon")
+    assert cli.returncode != 0 and "log_days" in cli.stderr
+    assert admin(server, "GET", "/teams/longer")["log_days"] == 1  # unchanged by the refusals
+
+
+def check_console(server: RunningServer, team: Team) -> None:
+    """The operator console shows the figures and sets a team's window (then puts it back)."""
+    console = ConsoleClient(server.media_url)
+    try:
+        assert console.post_form("/admin/sign-in", {"admin_token": ADMIN_TOKEN}).status_code == 303
+        page = console.get("/admin/retention")
+        assert page.status_code == 200 and 'data-table="request_logs"' in page.text and "longer" in page.text
+        set_it = console.post_form(
+            f"/admin/teams/{team.id}/log-days", {"log_days": "2.5"}, csrf_from=f"/admin/teams/{team.id}"
+        )
+        assert set_it.status_code == 303
+        assert admin(server, "GET", f"/teams/{team.name}")["log_days"] == 2.5
+        refused = console.post_form(
+            f"/admin/teams/{team.id}/log-days", {"log_days": "-3"}, csrf_from=f"/admin/teams/{team.id}"
+        )
+        assert refused.status_code == 303 and admin(server, "GET", f"/teams/{team.name}")["log_days"] == 2.5
+        assert "between 0" in console.get(f"/admin/teams/{team.id}").text  # the refusal's message
+        console.post_form(f"/admin/teams/{team.id}/log-days", {"log_days": "1"}, csrf_from=f"/admin/teams/{team.id}")
+    finally:
+        console.close()
+
+
 def run(tmp_path: Path, database_url: str | None) -> None:
     data_dir = tmp_path / "data"
     with FakeUpstream() as upstream, WebhookReceiver().running() as receiver:
@@ -161,6 +198,7 @@ def run(tmp_path: Path, database_url: str | None) -> None:
             assert json.loads(cli.stdout)["log_days"] == 0
             assert admin(server, "PATCH", "/teams/longer", {"log_days": 1, "log_retention": True})["log_days"] == 1
             assert admin(server, "PATCH", "/teams/short", {"log_retention": True})["log_days"] is None
+            check_bad_windows(server)
 
             made = [create(server, short, {"prompt": f"p{i}"}, webhook=receiver.url()) for i in range(2)]
             assert all(m.status_code == 200 for m in made), [m.text for m in made]
@@ -214,6 +252,34 @@ def run(tmp_path: Path, database_url: str | None) -> None:
             assert left["task_entries"] == seen["task_entries"] > 0
             assert left["balance_minus_ledger"] == 0
 
+            # The export streams a window still in the database, the same lines as the archive.
+            keeper_ids = {r["task_id"] for r in logs(server, keeper)["requests"]}
+            exported = tmp_path / "keeper.jsonl.gz"
+            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+            until = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 60))
+            done = server.cli(
+                "admin",
+                "logs",
+                "export",
+                "--team",
+                "keeper",
+                "--since",
+                since,
+                "--until",
+                until,
+                "--out",
+                str(exported),
+            )
+            assert done.returncode == 0, done.stderr
+            lines = [json.loads(line) for line in gzip.decompress(exported.read_bytes()).splitlines()]
+            assert {r["id"] for r in lines} == keeper_ids and {r["team_id"] for r in lines} == {keeper.id}
+            assert [r["created_at_ms"] for r in lines] == sorted(r["created_at_ms"] for r in lines)
+            empty = server.cli("admin", "logs", "export", "--team", "short", "--since", since, "--until", until)
+            assert empty.returncode == 0 and empty.stdout == ""
+            bad = server.cli("admin", "logs", "export", "--team", "keeper", "--since", "yesterday", "--until", until)
+            assert bad.returncode != 0 and "ISO 8601" in bad.stderr
+
+            check_console(server, longer)
             figures = admin(server, "GET", "/retention")
             assert figures["pruned"]["request_logs"] >= REQUESTS
             assert figures["pruned"]["media_tasks"] >= 2 and figures["pruned"]["webhook_attempts"] >= 2
