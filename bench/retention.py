@@ -33,7 +33,9 @@ from pathlib import Path
 import _load
 import _procs
 import asyncpg
+from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
 from modelport.retention.pruner import Pruner
@@ -41,6 +43,7 @@ from modelport.retention.stats import database_bytes
 from modelport.settings import RetentionSettings
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import upgrade_to_head
+from modelport.storage.tables import request_logs
 
 DAY_MS = 86_400_000
 TEAMS = 4
@@ -112,6 +115,11 @@ async def fill(url: str, team_ids: list[str], rows: int, days: int) -> None:
     )
 
 
+async def count_rows(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int(await conn.scalar(select(func.count()).select_from(request_logs)) or 0)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000 if ordered else float("nan")
@@ -124,6 +132,7 @@ async def load(target: _load.Target, concurrency: int, seconds: float) -> _load.
 
 async def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="mp-bench-retention-"))
+    (work / "data").mkdir()
     pg_name = None
     if args.backend == "postgres":
         pg_name = "mp_bench_retention_" + secrets.token_hex(4)
@@ -152,7 +161,10 @@ async def run(args: argparse.Namespace) -> None:
             lambda payload: b'"choices"' in payload,
         )
         baseline = await load(target, args.concurrency, args.seconds)
-        settings = RetentionSettings(request_logs_days=args.window_days, log_payloads_days=args.payload_days)
+        settings = RetentionSettings(
+            request_logs_days=args.window_days, log_payloads_days=args.payload_days, batch_rows=args.batch_rows
+        )
+        rows_before = await count_rows(engine)
         pruner = Pruner(engine, settings, lock_file=work / "bench.lock")
         pruned: dict[str, float] = {}
 
@@ -171,11 +183,15 @@ async def run(args: argparse.Namespace) -> None:
             during.errors += more.errors
         await pruning_task
         after = await database_bytes(engine)
+        rows_after = await count_rows(engine)
         p99_base, p99_during = pct(baseline.latencies, 0.99), pct(during.latencies, 0.99)
         print(f"backend {args.backend}, {args.rows:,} rows over {args.days} days, window {args.window_days} days")
         print(f"pruned: {json.dumps({k: v for k, v in pruned.items() if k != 'seconds'})}")
         print(f"pruning took {pruned['seconds']:.1f} s")
-        print(f"database size: {(before or 0) / 2**20:.0f} MiB before, {(after or 0) / 2**20:.0f} MiB after")
+        print(
+            f"database size: {(before or 0) / 2**20:.0f} MiB before ({rows_before:,} log rows), "
+            f"{(after or 0) / 2**20:.0f} MiB after ({rows_after:,} log rows, those served during the bench included)"
+        )
         print(
             f"serving c={args.concurrency}: baseline p50 {pct(baseline.latencies, 0.5):.1f} ms p99 {p99_base:.1f} ms "
             f"({baseline.count} requests, {baseline.errors} errors); during pruning p50 "
@@ -203,6 +219,7 @@ def main() -> None:
     parser.add_argument("--window-days", type=float, default=90)
     parser.add_argument("--payload-days", type=float, default=30)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--batch-rows", type=int, default=RetentionSettings().batch_rows)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--postgres-url", default=DEFAULT_PG)
     parser.add_argument("--keep", action="store_true", help="keep the database and data directory")

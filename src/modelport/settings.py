@@ -235,8 +235,9 @@ class RetentionSettings(BaseModel):
     interval_seconds: float = Field(default=3600.0, gt=0)
     # Request log rows leave as gzip JSONL files under `archive/` in the file store before they are deleted.
     archive: bool = False
-    # Rows per delete statement, and the pause between two batches, so serving keeps the database.
-    batch_rows: int = Field(default=2000, ge=1, le=100_000)
+    # Rows per delete statement, and the pause between two batches (at least as long as the batch took), so
+    # serving keeps the database.
+    batch_rows: int = Field(default=500, ge=1, le=100_000)
     batch_pause_seconds: float = Field(default=0.05, ge=0)
 
 

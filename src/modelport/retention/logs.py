@@ -7,7 +7,7 @@ the rows left. The daily rollups (`usage_daily`) keep the rows' usage: charts an
 
 from __future__ import annotations
 
-import asyncio
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from modelport.media.files.storage import FileStore
 from modelport.requestlog.store import ALL_USERS, HOUR_MS
 from modelport.retention.archive import ARCHIVE_COLUMNS, archive_key, utc_day, write_verified
+from modelport.retention.pacing import pause_after
 from modelport.storage.tables import request_log_counts, request_logs, teams
 
 DAY_MS = 86_400_000
@@ -51,6 +52,7 @@ async def prune_logs(engine: AsyncEngine, plan: LogPruning, now_ms: int) -> LogP
     for team_id, days in await team_windows(engine, plan.default_days):
         cutoff = now_ms - int(days * DAY_MS)
         while True:
+            started = time.monotonic()
             batch = await _oldest(engine, team_id, cutoff, plan)
             if not batch:
                 break
@@ -59,7 +61,7 @@ async def prune_logs(engine: AsyncEngine, plan: LogPruning, now_ms: int) -> LogP
             pruned.rows += await _delete(engine, [r.id for r in batch])
             if len(batch) < plan.batch_rows:
                 break
-            await asyncio.sleep(plan.pause_seconds)
+            await pause_after(started, plan.pause_seconds)
     return pruned
 
 
@@ -122,6 +124,7 @@ async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, paus
     holding = or_(request_logs.c.input.is_not(None), request_logs.c.result.is_not(None))
     total = 0
     while True:
+        started = time.monotonic()
         ids = (
             select(request_logs.c.id)
             .where(holding, request_logs.c.created_at_ms < cutoff)
@@ -138,4 +141,4 @@ async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, paus
         total += done
         if done < batch_rows:
             return total
-        await asyncio.sleep(pause_seconds)
+        await pause_after(started, pause_seconds)

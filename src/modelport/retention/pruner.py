@@ -36,6 +36,7 @@ from modelport.settings import RetentionSettings
 
 log = logging.getLogger("modelport.retention")
 VACUUM_PAGES = 2000  # pages freed per incremental_vacuum step (8 MB at 4 KB pages)
+MAX_VACUUM_STEPS = 100_000  # 800 GB: a bound, never reached
 FIRST_RUN_CAP_SECONDS = 60.0
 
 
@@ -137,24 +138,31 @@ class Pruner:
         return report
 
     async def _give_space_back(self) -> None:
-        """SQLite: return the free pages to the file system a step at a time (auto_vacuum = INCREMENTAL)."""
+        """SQLite: return the free pages to the file system a step at a time (auto_vacuum = INCREMENTAL),
+        then empty the WAL file the run filled (a checkpoint that truncates it)."""
         try:
-            while True:
-                async with self.engine.connect() as conn:
-                    free = int((await conn.exec_driver_sql("PRAGMA freelist_count")).scalar() or 0)
-                    await conn.rollback()
-                    if free == 0:
-                        return
-                    # Run to completion as a script: the driver's execute() steps a statement that returns no
-                    # rows once, and each step of incremental_vacuum frees one page.
-                    driver = (await conn.get_raw_connection()).driver_connection
-                    assert driver is not None  # an open pool connection
-                    await driver.executescript(f"PRAGMA incremental_vacuum({VACUUM_PAGES})")
-                if free <= VACUUM_PAGES:
-                    return
+            step = f"PRAGMA incremental_vacuum({VACUUM_PAGES})"
+            for _ in range(MAX_VACUUM_STEPS):
+                if not await self._sqlite_script("PRAGMA freelist_count", step):
+                    break
                 await asyncio.sleep(self.settings.batch_pause_seconds)
+            await self._sqlite_script(None, "PRAGMA wal_checkpoint(TRUNCATE)")
         except Exception:
             log.exception("retention: giving SQLite pages back failed; the next run tries again")
+
+    async def _sqlite_script(self, unless_zero: str | None, script: str) -> bool:
+        """Run `script` to completion (as a script: the driver's execute() steps a statement that returns no
+        rows only once, and each step of incremental_vacuum frees one page), unless `unless_zero` reads 0."""
+        async with self.engine.connect() as conn:
+            if unless_zero is not None:
+                value = int((await conn.exec_driver_sql(unless_zero)).scalar() or 0)
+                await conn.rollback()
+                if value == 0:
+                    return False
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver is not None  # an open pool connection
+            await driver.executescript(script)
+        return True
 
     async def _record(self, report: RunReport, now: int) -> None:
         totals = {stats.PRUNED_PREFIX + table: rows for table, rows in report.removed.items()}

@@ -7,12 +7,13 @@ money's record and is never pruned.
 
 from __future__ import annotations
 
-import asyncio
+import time
 from dataclasses import dataclass
 
 from sqlalchemy import and_, delete, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.retention.pacing import pause_after
 from modelport.storage.tables import media_tasks, webhook_attempts, webhook_deliveries
 
 DAY_MS = 86_400_000
@@ -48,6 +49,7 @@ async def prune_tasks(
         .limit(batch_rows)
     )
     while True:
+        started = time.monotonic()
         async with engine.begin() as conn:
             ids = list((await conn.scalars(due)).all())
             if not ids:
@@ -62,4 +64,4 @@ async def prune_tasks(
             ).rowcount
         if len(ids) < batch_rows:
             return pruned
-        await asyncio.sleep(pause_seconds)
+        await pause_after(started, pause_seconds)
