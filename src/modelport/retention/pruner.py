@@ -37,7 +37,9 @@ from modelport.settings import RetentionSettings
 log = logging.getLogger("modelport.retention")
 VACUUM_PAGES = 2000  # pages freed per incremental_vacuum step (8 MB at 4 KB pages)
 MAX_VACUUM_STEPS = 100_000  # 800 GB: a bound, never reached
-FIRST_RUN_CAP_SECONDS = 60.0
+# The first run comes 5-10 minutes after start (sooner with a shorter interval): not a whole interval later,
+# so processes restarted more often than the interval still prune, and not during start-up's own work.
+FIRST_RUN_CAP_SECONDS = 600.0
 
 
 class PruneTarget(Protocol):
@@ -89,7 +91,6 @@ class Pruner:
 
     async def _run(self) -> None:
         interval = self.settings.interval_seconds
-        # The first run comes soon after start (not a whole interval later), spread over the processes.
         await asyncio.sleep(min(interval, FIRST_RUN_CAP_SECONDS) * random.uniform(0.5, 1.0))
         while True:
             try:
