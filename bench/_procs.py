@@ -219,6 +219,7 @@ def start_gateway(
     launcher: str | None = None,
     metrics: bool = False,
     limited_key: bool = False,
+    extra_env: dict[str, str] | None = None,
 ) -> Proc:
     """`modelport serve` (or `python LAUNCHER serve ...`, a script standing in for `-m modelport` in experiments)."""
     catalog = data_dir / "catalog.toml"
@@ -235,6 +236,7 @@ def start_gateway(
             "MODELPORT_LOG_LEVEL": "WARNING",
         }
     )
+    env.update(extra_env or {})
     if metrics:
         env["MODELPORT_METRICS_PORT"] = "0"  # Prometheus recording on, /metrics on a free port
     if database_url:

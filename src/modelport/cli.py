@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import datetime as dt
+import gzip
 import logging
 import os
+import shutil
+import sqlite3
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from decimal import Decimal
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar, cast
 
 import click
 from pydantic import ValidationError
+from sqlalchemy.engine import make_url
 
+from modelport.accounts.models import Team
 from modelport.billing.operator import Operator, check_tier
 from modelport.bootstrap import (
     PRIVATE_UMASK,
@@ -261,12 +269,23 @@ def _on_off(value: str | None) -> bool | None:
 @click.argument("team_ref", metavar="TEAM")
 @click.option("--asset-service", type=click.Choice(["on", "off"]), default=None)
 @click.option("--log-retention", type=click.Choice(["on", "off"]), default=None)
+@click.option(
+    "--log-days",
+    default=None,
+    metavar="N",
+    help="The team's request-log window in days (fractions allowed; 0: forever; 'default': the deployment's).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def team_set(team_ref: str, asset_service: str | None, log_retention: str | None, as_json: bool) -> None:
-    updated = _operate(
-        _settings(),
-        lambda op: op.set_flags(team_ref, asset_service=_on_off(asset_service), log_retention=_on_off(log_retention)),
-    )
+def team_set(
+    team_ref: str, asset_service: str | None, log_retention: str | None, log_days: str | None, as_json: bool
+) -> None:
+    async def action(op: Operator) -> Team:
+        updated = await op.set_flags(
+            team_ref, asset_service=_on_off(asset_service), log_retention=_on_off(log_retention)
+        )
+        return updated if log_days is None else await op.set_log_days(team_ref, log_days)
+
+    updated = _operate(_settings(), action)
     _emit(as_json, updated.to_public(), f"updated team {updated.name}")
 
 
@@ -448,3 +467,101 @@ def tier_set(team_ref: str, tier_name: str, as_json: bool) -> None:
         raise click.BadParameter(exc.detail) from exc
     updated = _operate(settings, lambda op: op.set_tier(team_ref, tier_name))
     _emit(as_json, updated.to_public(), f"{updated.name} is now on tier {updated.tier}")
+
+
+@admin.group()
+def logs() -> None:
+    """Request logs."""
+
+
+def _iso_ms(value: str, param: str) -> int:
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not an ISO 8601 time (e.g. 2026-01-31T00:00:00Z)", param_hint=param
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)  # times without a zone are UTC, like the log's days
+    return int(parsed.timestamp() * 1000)
+
+
+@logs.command("export")
+@click.option("--team", "team_ref", required=True, metavar="TEAM")
+@click.option("--since", required=True, help="ISO 8601 time, inclusive (UTC when no zone is given).")
+@click.option("--until", required=True, help="ISO 8601 time, exclusive.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="File (default stdout); .gz is gzipped.",
+)
+def logs_export(team_ref: str, since: str, until: str, out: Path | None) -> None:
+    """Stream TEAM's request log rows in [since, until) as JSON lines, oldest first (the archive's format)."""
+    from modelport.accounts.service import get_team
+    from modelport.retention.export import export_lines
+
+    since_ms, until_ms = _iso_ms(since, "--since"), _iso_ms(until, "--until")
+    if until_ms <= since_ms:
+        raise click.BadParameter("--until must be after --since", param_hint="--until")
+    settings = _settings()
+
+    async def action(engine: Any) -> int:
+        team_id = (await get_team(engine, team_ref)).id
+        count = 0
+        with _output(out) as sink:
+            async for line in export_lines(engine, team_id, since_ms, until_ms):
+                sink.write(line)
+                count += 1
+        return count
+
+    count = _run_db(settings, action)
+    if out is not None:
+        click.echo(f"exported {count} rows to {out}", err=True)
+
+
+@contextlib.contextmanager
+def _output(out: Path | None) -> Iterator[BinaryIO]:
+    if out is None:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    with gzip.open(out, "wb") if out.suffix == ".gz" else out.open("wb") as sink:
+        yield cast(BinaryIO, sink)
+
+
+@admin.command("backup")
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--with-files", is_flag=True, help="Also copy the local media file store (and the secret key).")
+def backup(path: Path, with_files: bool) -> None:
+    """Copy the SQLite database (online, while serving) into the new directory PATH, a ready data directory.
+
+    PostgreSQL is backed up with its own tools (pg_dump or a base backup): see docs/deploy.md."""
+    from modelport.storage.backup import backup_sqlite
+
+    settings = _settings()
+    if not settings.is_sqlite:
+        raise click.ClickException(
+            "the database is PostgreSQL: back it up with pg_dump or a base backup (docs/deploy.md)"
+        )
+    if path.exists() and any(path.iterdir()):
+        raise click.ClickException(f"{path} exists and is not empty")
+    source = Path(make_url(settings.effective_database_url).database or "")
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        backup_sqlite(source, path / "modelport.db")
+    except (OSError, sqlite3.Error, RuntimeError) as exc:
+        raise click.ClickException(f"backup failed: {exc}") from exc
+    click.echo(f"database copied to {path / 'modelport.db'}")
+    secret = settings.data_dir / "secret_key"
+    if secret.is_file():
+        shutil.copy2(secret, path / "secret_key")
+    if with_files:
+        if settings.files.backend != "local":
+            raise click.ClickException("the file store is S3: keep it with bucket versioning (docs/deploy.md)")
+        root = settings.files.local_dir or settings.data_dir / "media"
+        if root.is_dir():
+            # Files after the database: every file a row of the copy names was there before the copy began.
+            shutil.copytree(root, path / "media", ignore=shutil.ignore_patterns(".*.part"))
+        click.echo(f"files copied to {path / 'media'}")

@@ -180,6 +180,33 @@ WRITE_FLUSH_SECONDS = Family(
     )
 )
 
+RETENTION_PRUNED = Family(
+    Counter(
+        "modelport_retention_pruned_rows",
+        "Rows the retention pruner removed, by table (request_logs.payloads: payloads emptied)",
+        ["table"],
+    )
+)
+RETENTION_ARCHIVE_FILES = Family(
+    Counter("modelport_retention_archive_files", "Archive files written and verified before rows left", ["table"])
+)
+DATABASE_SIZE = Family(
+    Gauge(
+        "modelport_database_size_bytes",
+        "The database's size (PostgreSQL pg_database_size; SQLite the file and its WAL), at the last pruning run",
+        ["database"],
+        multiprocess_mode="mostrecent",
+    )
+)
+OLDEST_LOG_AGE = Family(
+    Gauge(
+        "modelport_oldest_row_age_seconds",
+        "Age of the oldest row left, at the last pruning run",
+        ["table"],
+        multiprocess_mode="mostrecent",
+    )
+)
+
 TASKS_CREATED = Family(
     Counter("modelport_media_tasks_created", "Media tasks accepted (money frozen, row written)", ["model"])
 )

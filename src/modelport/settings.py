@@ -267,6 +267,30 @@ class ConsoleSettings(BaseModel):
     secure_cookie: bool | None = None
 
 
+class RetentionSettings(BaseModel):
+    """How long rows are kept (`settings.retention`, env prefix `MODELPORT_RETENTION__`). Days accept
+    fractions (0.0002 days is ~17 s), so tests run the real pruner in seconds. The ledger and the daily
+    rollups (`usage_daily`, `ledger_daily`) are never pruned."""
+
+    # Request log rows older than this are removed (0: kept forever). A team may override it (`log_days`).
+    request_logs_days: float = Field(default=90.0, ge=0)
+    # The retained `input`/`result` payloads are emptied this long after the request (0: kept with the row).
+    log_payloads_days: float = Field(default=30.0, ge=0)
+    # A finished task whose result has expired is removed this long after it ended, with its webhook
+    # deliveries and attempts (0: kept forever).
+    tasks_days: float = Field(default=30.0, ge=0)
+    # Read by the audit log's pruner (the audit table arrives with a later issue).
+    audit_days: float = Field(default=400.0, ge=0)
+    # How often the pruner runs; one process at a time prunes (an advisory lock on PostgreSQL).
+    interval_seconds: float = Field(default=3600.0, gt=0)
+    # Request log rows leave as gzip JSONL files under `archive/` in the file store before they are deleted.
+    archive: bool = False
+    # Rows per delete statement, and the pause between two batches (at least as long as the batch took), so
+    # serving keeps the database.
+    batch_rows: int = Field(default=500, ge=1, le=100_000)
+    batch_pause_seconds: float = Field(default=0.05, ge=0)
+
+
 class TracingSettings(BaseModel):
     """OpenTelemetry tracing (`pip install modelport[otel]`), off by default. The OTLP exporter reads the
     standard `OTEL_EXPORTER_OTLP_*` variables (endpoint, headers)."""
@@ -391,6 +415,7 @@ class Settings(BaseSettings):
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
 
     @classmethod
     def settings_customise_sources(

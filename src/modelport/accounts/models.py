@@ -21,6 +21,8 @@ class Team:
     log_retention: bool
     created_at_ms: int
     suspended_at_ms: int | None = None
+    # The team's own request-log window in days (None: the deployment's default; 0: kept forever).
+    log_days: float | None = None
 
     @property
     def suspended(self) -> bool:
@@ -46,6 +48,7 @@ class Team:
             "created_at": self.created_at_ms // 1000,
             "suspended": self.suspended,
             "suspended_at": None if self.suspended_at_ms is None else self.suspended_at_ms // 1000,
+            "log_days": self.log_days,
         }
 
 

@@ -35,6 +35,7 @@ def team_from_row(row: Row[Any]) -> Team:
         log_retention=bool(m["log_retention"]),
         created_at_ms=int(m["created_at_ms"]),
         suspended_at_ms=None if m["suspended_at_ms"] is None else int(m["suspended_at_ms"]),
+        log_days=None if m["log_days"] is None else float(m["log_days"]),
     )
 
 
@@ -111,8 +112,8 @@ async def list_teams(engine: AsyncEngine) -> list[Team]:
 
 
 async def update_team(engine: AsyncEngine, ref: str, **changes: Any) -> Team:
-    """Set plain team columns (tier, asset_service, log_retention)."""
-    allowed = {"tier", "asset_service", "log_retention"}
+    """Set plain team columns (tier, asset_service, log_retention, log_days)."""
+    allowed = {"tier", "asset_service", "log_retention", "log_days"}
     unknown = set(changes) - allowed
     if unknown:
         raise InvalidParameters(f"unknown team fields: {', '.join(sorted(unknown))}")

@@ -7,6 +7,7 @@ every admin route is a 404.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from starlette.responses import Response
 
 from modelport.billing.operator import Operator
 from modelport.money import display_usd
+from modelport.retention.stats import read_figures
 from modelport.web.deps import admin_auth, get_services
 from modelport.web.envelope import ok
 
@@ -42,6 +44,8 @@ class TeamCreate(_Body):
 class TeamPatch(_Body):
     asset_service: bool | None = None
     log_retention: bool | None = None
+    # The team's request-log window in days (fractions allowed; 0: forever; null: the deployment's default).
+    log_days: float | None = None
 
 
 class KeyFields(_Body):
@@ -98,9 +102,10 @@ async def show_team(request: Request, team: str) -> Response:
 
 @router.patch("/teams/{team}")
 async def patch_team(request: Request, team: str, body: TeamPatch) -> Response:
-    updated = await _operator(request).set_flags(
-        team, asset_service=body.asset_service, log_retention=body.log_retention
-    )
+    op = _operator(request)
+    updated = await op.set_flags(team, asset_service=body.asset_service, log_retention=body.log_retention)
+    if "log_days" in body.model_fields_set:  # null is a value here: back to the default window
+        updated = await op.set_log_days(team, body.log_days)
     return ok(updated.to_public())
 
 
@@ -176,6 +181,14 @@ async def update_key(request: Request, key_id: str, body: KeyFields) -> Response
 @router.post("/keys/{key_id}/revoke")
 async def revoke_key(request: Request, key_id: str) -> Response:
     return ok((await _operator(request).revoke_key(key_id)).to_public())
+
+
+@router.get("/retention")
+async def retention(request: Request) -> Response:
+    """The retention settings and the pruner's figures (rows removed, archive files, sizes)."""
+    services = get_services(request)
+    figures = await read_figures(services.db)
+    return ok({"settings": services.settings.retention.model_dump(), **asdict(figures)})
 
 
 @router.get("/models")

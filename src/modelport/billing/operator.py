@@ -52,6 +52,21 @@ def check_tier(tiers: list[TierSettings], tier: str) -> None:
         raise InvalidParameters(f"unknown tier {tier!r}; tiers: {', '.join(names)}", param="tier")
 
 
+MAX_LOG_DAYS = 36_500.0  # a hundred years: beyond, 0 (forever) says it better
+
+
+def check_log_days(days: float | str | None) -> float | None:
+    if days is None or (isinstance(days, str) and days.strip().lower() in {"", "default"}):
+        return None
+    try:
+        value = float(days)
+    except ValueError:
+        raise InvalidParameters("log_days must be a number of days, 0 (forever) or default", param="log_days") from None
+    if not 0 <= value <= MAX_LOG_DAYS:  # also refuses NaN
+        raise InvalidParameters(f"log_days must be between 0 and {MAX_LOG_DAYS:g}", param="log_days")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Operator:
     engine: AsyncEngine
@@ -87,6 +102,10 @@ class Operator:
         updated = await accounts.update_team(self.engine, ref, **changes)
         self._access_changed()
         return updated
+
+    async def set_log_days(self, ref: str, days: float | str | None) -> Team:
+        """The team's own request-log window in days (fractions allowed; 0: forever; None: the default)."""
+        return await accounts.update_team(self.engine, ref, log_days=check_log_days(days))
 
     async def set_tier(self, ref: str, tier: str) -> Team:
         check_tier(self.tiers, tier)

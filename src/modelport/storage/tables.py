@@ -12,6 +12,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Table,
     Text,
     false,
+    text,
 )
 
 metadata = MetaData(
@@ -31,6 +33,8 @@ metadata = MetaData(
         "pk": "pk_%(table_name)s",
     }
 )
+
+_HAS_PAYLOAD = "input IS NOT NULL OR result IS NOT NULL"
 
 teams = Table(
     "teams",
@@ -47,6 +51,8 @@ teams = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     # Set by an operator: the team's keys are refused on both hosts until it is cleared.
     Column("suspended_at_ms", BigInteger, nullable=True),
+    # The team's request-log window in days (None: `retention.request_logs_days`; 0: kept forever).
+    Column("log_days", Float, nullable=True),
 )
 
 api_keys = Table(
@@ -171,6 +177,13 @@ request_logs = Table(
     # The operator console lists every team's rows newest first, and every team's failures.
     Index("ix_request_logs_created_id", "created_at_ms", "id"),
     Index("ix_request_logs_status_created_id", "status", "created_at_ms", "id"),
+    # Rows still holding payloads, oldest first: what the retention pruner empties (migration 0015).
+    Index(
+        "ix_request_logs_payload_created",
+        "created_at_ms",
+        sqlite_where=text(_HAS_PAYLOAD),
+        postgresql_where=text(_HAS_PAYLOAD),
+    ),
 )
 
 # Text request usage per team, UTC day (created_at_ms // 86_400_000), key ('' unknown) and model. Kept in
@@ -385,4 +398,13 @@ upstream_slots = Table(
     Column("slot", Integer, primary_key=True),
     Column("task_id", String(64), nullable=True),  # the task holding it; None: free
     Column("lease_until_ms", BigInteger, nullable=True),  # held until then unless renewed
+)
+
+# Running totals of the retention pruner (modelport.retention), shared by every process: rows removed per
+# table, archive files written, the last run. The operator console shows them (migration 0015).
+retention_stats = Table(
+    "retention_stats",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", BigInteger, nullable=False),
 )

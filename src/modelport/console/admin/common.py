@@ -21,6 +21,7 @@ ADMIN_NAV = (
     ("/admin/logs", "Request logs", "logs"),
     ("/admin/tasks", "Tasks", "tasks"),
     ("/admin/queue", "Queue and workers", "queue"),
+    ("/admin/retention", "Retention", "retention"),
 )
 _FLASH = "flash"
 MASK = "••••••"  # what the pages show instead of a credential

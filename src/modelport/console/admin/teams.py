@@ -72,6 +72,7 @@ async def _team_page(request: Request, team_ref: str, *, new_key: str | None = N
         "next_tier": tiers[rank + 1] if rank + 1 < len(tiers) else None,
         "new_key": new_key,
         "console_sessions": await op.session_count(team.id),
+        "default_log_days": get_services(request).settings.retention.request_logs_days,
     }
     return page(request, "admin/team.html", context)
 
@@ -113,6 +114,21 @@ async def set_flags(request: Request, team_id: str) -> Response:
         team_id, asset_service=fields.get("asset_service") == "on", log_retention=fields.get("log_retention") == "on"
     )
     flash(request, f"Saved the flags of {team.name}.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
+@router.post("/teams/{team_id}/log-days")
+async def set_log_days(request: Request, team_id: str) -> Response:
+    raw = (await form_fields(request)).get("log_days", "")
+    try:
+        team = await operator(request).set_log_days(team_id, raw)
+    except ServiceError as exc:
+        flash(request, exc.detail or exc.category, error=True)
+    else:
+        window = (
+            "the default" if team.log_days is None else "forever" if team.log_days == 0 else f"{team.log_days:g} days"
+        )
+        flash(request, f"{team.name} keeps its request logs for {window}.")
     return back(request, f"/admin/teams/{team_id}")
 
 

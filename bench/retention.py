@@ -1,0 +1,233 @@
+"""Retention pruning while serving: how long it takes, what it gives back, and what it costs serving.
+
+    .venv/bin/python bench/retention.py --backend postgres [--rows 10000000]
+    .venv/bin/python bench/retention.py --backend sqlite [--rows 2000000]
+        [--days 120] [--window-days 90] [--payload-days 30] [--seconds 10] [--concurrency 16] [--keep]
+
+Fills `request_logs` server-side (PostgreSQL generate_series, SQLite a recursive CTE) with `--rows` rows of
+four teams spread over the last `--days` days (half with small retained payloads, 200 end users) and their
+hourly counts, then starts `modelport serve` on that database (its own pruner idle) with the benchmark's
+fake upstream and measures Chat Completions through it (closed loop, `--concurrency` clients):
+- `baseline`: `--seconds` of load, nothing else;
+- `pruning`: the same load while this process runs one pruning run of the real pruner
+  (`modelport.retention.pruner.Pruner.run_once`, windows `--window-days` and `--payload-days`), for as long
+  as the run takes (at least `--seconds`).
+Prints the rows pruned, the time the run took, the database size before and after (PostgreSQL
+`pg_database_size`; SQLite the file and its WAL, after the incremental vacuum), and p50/p99 of both phases
+with the ratio of the p99s (target <= 1.2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+import _load
+import _procs
+import asyncpg
+from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport.accounts import service as accounts
+from modelport.retention.pruner import Pruner
+from modelport.retention.stats import database_bytes
+from modelport.settings import RetentionSettings
+from modelport.storage.db import create_engine
+from modelport.storage.migrate import upgrade_to_head
+from modelport.storage.tables import request_logs
+
+DAY_MS = 86_400_000
+TEAMS = 4
+DEFAULT_PG = os.environ.get("MODELPORT_TEST_POSTGRES_URL", "postgresql+asyncpg://root@127.0.0.1:5432/test")
+
+# $1 seed text, $2 team, $3 start ms, $4 span ms, $5 rows (PostgreSQL); the SQLite form below is the same.
+PG_FILL = """
+INSERT INTO request_logs (id, team_id, created_at_ms, status, error, provider, model_name, endpoint,
+    prompt_tokens, completion_tokens, cached_tokens, cost_micros, svc_user_id, session_id, input, result)
+SELECT 'req_' || md5($1 || g::text), $2, $3::bigint + floor(random() * $4::bigint)::bigint,
+       CASE WHEN g % 50 = 0 THEN 'error' ELSE 'success' END, NULL, 'openai', 'gpt-4o-mini', 'chat.completions',
+       100 + g % 900, g % 400, g % 64, 37 * (g % 1000),
+       CASE WHEN g % 10 = 0 THEN NULL ELSE 'user_' || lpad((g % 200)::text, 6, '0') END, NULL,
+       CASE WHEN g % 2 = 0 THEN '{"messages":[{"role":"user","content":"question ' || g || '"}]}' END,
+       CASE WHEN g % 2 = 0 THEN '{"choices":[{"message":{"content":"answer ' || g || '"}}]}' END
+FROM generate_series(1, $5::int) AS g
+"""
+SQLITE_FILL = """
+INSERT INTO request_logs (id, team_id, created_at_ms, status, error, provider, model_name, endpoint,
+    prompt_tokens, completion_tokens, cached_tokens, cost_micros, svc_user_id, session_id, input, result)
+WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < :n)
+SELECT 'req_' || :seed || '_' || g, :team, :start + abs(random()) % :span,
+       CASE WHEN g % 50 = 0 THEN 'error' ELSE 'success' END, NULL, 'openai', 'gpt-4o-mini', 'chat.completions',
+       100 + g % 900, g % 400, g % 64, 37 * (g % 1000),
+       CASE WHEN g % 10 = 0 THEN NULL ELSE 'user_' || (g % 200) END, NULL,
+       CASE WHEN g % 2 = 0 THEN '{"messages":[{"role":"user","content":"question ' || g || '"}]}' END,
+       CASE WHEN g % 2 = 0 THEN '{"choices":[{"message":{"content":"answer ' || g || '"}}]}' END
+FROM s
+"""
+COUNTS = """
+INSERT INTO request_log_counts (team_id, svc_user_id, hour, n)
+SELECT team_id, '', created_at_ms / 3600000, count(*) FROM request_logs GROUP BY 1, 3
+UNION ALL
+SELECT team_id, svc_user_id, created_at_ms / 3600000, count(*) FROM request_logs
+WHERE svc_user_id IS NOT NULL GROUP BY 1, 2, 3
+"""
+
+
+def pg_dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def fill(url: str, team_ids: list[str], rows: int, days: int) -> None:
+    start, span = int(time.time() * 1000) - days * DAY_MS, days * DAY_MS
+    per_team = rows // len(team_ids)
+    begun = time.perf_counter()
+    if url.startswith("postgresql"):
+        conn = await asyncpg.connect(pg_dsn(url))
+        try:
+            for i, team in enumerate(team_ids):
+                await conn.execute(PG_FILL, f"t{i}", team, start, span, per_team)
+            await conn.execute(COUNTS)
+            await conn.execute("VACUUM ANALYZE request_logs")
+            await conn.execute("CHECKPOINT")
+        finally:
+            await conn.close()
+    else:
+        db = sqlite3.connect(make_url(url).database or "")
+        try:
+            for i, team in enumerate(team_ids):
+                db.execute(SQLITE_FILL, {"n": per_team, "seed": f"t{i}", "team": team, "start": start, "span": span})
+            db.execute(COUNTS)
+            db.commit()
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            db.close()
+    print(
+        f"filled {per_team * len(team_ids):,} rows over {days} days in {time.perf_counter() - begun:.0f} s", flush=True
+    )
+
+
+async def count_rows(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int(await conn.scalar(select(func.count()).select_from(request_logs)) or 0)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000 if ordered else float("nan")
+
+
+async def load(target: _load.Target, concurrency: int, seconds: float) -> _load.Sample:
+    async with _load.new_session(concurrency) as session:
+        return await _load.run(session, target, concurrency=concurrency, seconds=seconds, warmup=1.0)
+
+
+async def run(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="mp-bench-retention-"))
+    (work / "data").mkdir()
+    pg_name = None
+    if args.backend == "postgres":
+        pg_name = "mp_bench_retention_" + secrets.token_hex(4)
+        admin = await asyncpg.connect(pg_dsn(args.postgres_url))
+        await admin.execute(f'CREATE DATABASE "{pg_name}"')
+        await admin.close()
+        url = make_url(args.postgres_url).set(database=pg_name).render_as_string(hide_password=False)
+    else:
+        url = f"sqlite+aiosqlite:///{work / 'data' / 'modelport.db'}"
+    engine = create_engine(url)
+    upstream = gateway = None
+    try:
+        await upgrade_to_head(engine)
+        team_ids = [(await accounts.create_team(engine, f"bench{i}", tier="bench")).id for i in range(TEAMS)]
+        await fill(url, team_ids, args.rows, args.days)
+        before = await database_bytes(engine)
+        upstream = _procs.start_fake_upstream(delay_ms=20, chunks=1)
+        idle = {"MODELPORT_RETENTION__REQUEST_LOGS_DAYS": "0", "MODELPORT_RETENTION__LOG_PAYLOADS_DAYS": "0"}
+        gateway = _procs.start_gateway(work / "data", upstream.url, workers=1, database_url=url, extra_env=idle)
+        body = {"model": "bench/fast", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
+        target = _load.Target(
+            gateway.url + "/v1/chat/completions",
+            {"content-type": "application/json", "authorization": f"Bearer {gateway.extra['key']}"},
+            json.dumps(body).encode(),
+            False,
+            lambda payload: b'"choices"' in payload,
+        )
+        baseline = await load(target, args.concurrency, args.seconds)
+        settings = RetentionSettings(
+            request_logs_days=args.window_days, log_payloads_days=args.payload_days, batch_rows=args.batch_rows
+        )
+        rows_before = await count_rows(engine)
+        pruner = Pruner(engine, settings, lock_file=work / "bench.lock")
+        pruned: dict[str, float] = {}
+
+        async def prune() -> None:
+            begun = time.perf_counter()
+            report = await pruner.run_once()
+            assert report is not None
+            pruned.update(report.removed)
+            pruned["seconds"] = time.perf_counter() - begun
+
+        pruning_task = asyncio.create_task(prune())
+        during = await load(target, args.concurrency, args.seconds)
+        while not pruning_task.done():  # keep measuring for as long as pruning runs
+            more = await load(target, args.concurrency, args.seconds)
+            during.latencies.extend(more.latencies)
+            during.errors += more.errors
+        await pruning_task
+        after = await database_bytes(engine)
+        rows_after = await count_rows(engine)
+        p99_base, p99_during = pct(baseline.latencies, 0.99), pct(during.latencies, 0.99)
+        print(f"backend {args.backend}, {args.rows:,} rows over {args.days} days, window {args.window_days} days")
+        print(f"pruned: {json.dumps({k: v for k, v in pruned.items() if k != 'seconds'})}")
+        print(f"pruning took {pruned['seconds']:.1f} s")
+        print(
+            f"database size: {(before or 0) / 2**20:.0f} MiB before ({rows_before:,} log rows), "
+            f"{(after or 0) / 2**20:.0f} MiB after ({rows_after:,} log rows, those served during the bench included)"
+        )
+        print(
+            f"serving c={args.concurrency}: baseline p50 {pct(baseline.latencies, 0.5):.1f} ms p99 {p99_base:.1f} ms "
+            f"({baseline.count} requests, {baseline.errors} errors); during pruning p50 "
+            f"{pct(during.latencies, 0.5):.1f} ms p99 {p99_during:.1f} ms ({during.count} requests, "
+            f"{during.errors} errors); p99 ratio {p99_during / p99_base:.2f} (target <= 1.2)"
+        )
+    finally:
+        for proc in (gateway, upstream):
+            if proc is not None:
+                proc.stop()
+        await engine.dispose()
+        if pg_name is not None and not args.keep:
+            admin = await asyncpg.connect(pg_dsn(args.postgres_url))
+            await admin.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+            await admin.close()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
+    parser.add_argument("--rows", type=int, default=None, help="default 10,000,000 (PostgreSQL), 2,000,000 (SQLite)")
+    parser.add_argument("--days", type=int, default=120)
+    parser.add_argument("--window-days", type=float, default=90)
+    parser.add_argument("--payload-days", type=float, default=30)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--batch-rows", type=int, default=RetentionSettings().batch_rows)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--postgres-url", default=DEFAULT_PG)
+    parser.add_argument("--keep", action="store_true", help="keep the database and data directory")
+    args = parser.parse_args()
+    if args.rows is None:
+        args.rows = 10_000_000 if args.backend == "postgres" else 2_000_000
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Pruning the request log: rows past their team's window, and payloads past theirs.
+
+Rows go in batches, oldest first, each batch one short transaction that also takes the rows out of the
+hourly counters `GET /v1/logs` reads its `total` from (`request_log_counts`), so the counts stay equal to
+the rows left. The daily rollups (`usage_daily`) keep the rows' usage: charts and totals do not change.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, bindparam, delete, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from modelport.media.files.storage import FileStore
+from modelport.requestlog.store import ALL_USERS, HOUR_MS
+from modelport.retention.archive import ARCHIVE_COLUMNS, archive_key, utc_day, write_verified
+from modelport.retention.pacing import pause_after
+from modelport.storage.tables import request_log_counts, request_logs, teams
+
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True, slots=True)
+class LogPruning:
+    default_days: float  # 0: forever
+    batch_rows: int
+    pause_seconds: float
+    archive: FileStore | None  # archive before deleting
+
+
+@dataclass
+class LogPruned:
+    rows: int = 0
+    archive_files: int = 0
+
+
+async def team_windows(engine: AsyncEngine, default_days: float) -> list[tuple[str, float]]:
+    """(team id, window in days) of every team whose rows expire (a window of 0 keeps them forever)."""
+    async with engine.connect() as conn:
+        found = (await conn.execute(select(teams.c.id, teams.c.log_days))).all()
+    windows = [(team_id, default_days if days is None else float(days)) for team_id, days in found]
+    return [(team_id, days) for team_id, days in windows if days > 0]
+
+
+async def prune_logs(engine: AsyncEngine, plan: LogPruning, now_ms: int) -> LogPruned:
+    pruned = LogPruned()
+    for team_id, days in await team_windows(engine, plan.default_days):
+        cutoff = now_ms - int(days * DAY_MS)
+        while True:
+            started = time.monotonic()
+            batch = await _oldest(engine, team_id, cutoff, plan)
+            if not batch:
+                break
+            if plan.archive is not None:
+                pruned.archive_files += await _archive(plan.archive, team_id, batch)
+            pruned.rows += await _delete(engine, [r.id for r in batch])
+            if len(batch) < plan.batch_rows:
+                break
+            await pause_after(started, plan.pause_seconds)
+    return pruned
+
+
+async def _oldest(engine: AsyncEngine, team_id: str, cutoff: int, plan: LogPruning) -> Sequence[Any]:
+    columns = ARCHIVE_COLUMNS if plan.archive is not None else (request_logs.c.id, request_logs.c.created_at_ms)
+    stmt = (
+        select(*columns)
+        .where(request_logs.c.team_id == team_id, request_logs.c.created_at_ms < cutoff)
+        .order_by(request_logs.c.created_at_ms, request_logs.c.id)
+        .limit(plan.batch_rows)
+    )
+    async with engine.connect() as conn:
+        return (await conn.execute(stmt)).all()
+
+
+async def _archive(store: FileStore, team_id: str, batch: Sequence[Any]) -> int:
+    """One verified file per UTC day of the batch; raises (and so deletes nothing) if one fails."""
+    by_day: dict[str, list[Any]] = {}
+    for row in batch:
+        by_day.setdefault(utc_day(row.created_at_ms), []).append(row)
+    for rows in by_day.values():
+        await write_verified(store, archive_key(team_id, rows), rows)
+    return len(by_day)
+
+
+async def _delete(engine: AsyncEngine, ids: list[str]) -> int:
+    async with engine.begin() as conn:
+        stmt = (
+            delete(request_logs)
+            .where(request_logs.c.id.in_(ids))
+            .returning(request_logs.c.team_id, request_logs.c.svc_user_id, request_logs.c.created_at_ms)
+        )
+        gone = (await conn.execute(stmt)).all()
+        await _uncount(conn, gone)
+    return len(gone)
+
+
+async def _uncount(conn: AsyncConnection, gone: Sequence[Any]) -> None:
+    """Take deleted rows out of the hourly counters (the inverse of `requestlog.store._bump_counts`)."""
+    counts: Counter[tuple[str, str, int]] = Counter()
+    for team_id, svc_user_id, created_at_ms in gone:
+        hour = created_at_ms // HOUR_MS
+        counts[(team_id, ALL_USERS, hour)] += 1
+        if svc_user_id:
+            counts[(team_id, svc_user_id, hour)] += 1
+    if not counts:
+        return
+    c = request_log_counts.c
+    key = and_(c.team_id == bindparam("t"), c.svc_user_id == bindparam("u"), c.hour == bindparam("h"))
+    params = [{"t": t, "u": u, "h": h, "d": n} for (t, u, h), n in sorted(counts.items())]
+    await conn.execute(update(request_log_counts).where(key).values(n=c.n - bindparam("d")), params)
+    await conn.execute(delete(request_log_counts).where(key, c.n <= 0), params)
+
+
+async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, pause_seconds: float, now_ms: int) -> int:
+    """Empty `input`/`result` of rows older than `days`, through the partial index of rows that hold them."""
+    if days <= 0:
+        return 0
+    cutoff = now_ms - int(days * DAY_MS)
+    holding = or_(request_logs.c.input.is_not(None), request_logs.c.result.is_not(None))
+    total = 0
+    while True:
+        started = time.monotonic()
+        ids = (
+            select(request_logs.c.id)
+            .where(holding, request_logs.c.created_at_ms < cutoff)
+            .order_by(request_logs.c.created_at_ms)
+            .limit(batch_rows)
+            .scalar_subquery()
+        )
+        async with engine.begin() as conn:
+            done = (
+                await conn.execute(
+                    update(request_logs).where(request_logs.c.id.in_(ids)).values(input=None, result=None)
+                )
+            ).rowcount
+        total += done
+        if done < batch_rows:
+            return total
+        await pause_after(started, pause_seconds)

@@ -1,0 +1,188 @@
+"""The retention pruner: one asyncio task per process, one pruning run at a time across processes.
+
+Every `retention.interval_seconds` (with jitter) the process that gets the lock (`lock.pruner_lock`) empties
+old payloads, removes request log rows past their team's window (archiving them first when
+`retention.archive` is on), removes expired finished tasks with their webhook rows, runs every registered
+extra target, and on SQLite hands the freed pages back to the file system (`PRAGMA incremental_vacuum`, in
+steps). Each step works in small batches with pauses, so serving keeps the database between them.
+
+Another feature's table joins with `Pruner.register(target)`: a `PruneTarget` removes what has expired
+and says how many rows per table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from modelport import metrics
+from modelport.clock import now_ms as wall_ms
+from modelport.media.files.storage import FileStore
+from modelport.retention import stats
+from modelport.retention.lock import pruner_lock
+from modelport.retention.logs import LogPruning, prune_logs, prune_payloads
+from modelport.retention.tasks import prune_tasks
+from modelport.services import ServiceKey
+from modelport.settings import RetentionSettings
+
+log = logging.getLogger("modelport.retention")
+VACUUM_PAGES = 2000  # pages freed per incremental_vacuum step (8 MB at 4 KB pages)
+MAX_VACUUM_STEPS = 100_000  # 800 GB: a bound, never reached
+# The first run comes 5-10 minutes after start (sooner with a shorter interval): not a whole interval later,
+# so processes restarted more often than the interval still prune, and not during start-up's own work.
+FIRST_RUN_CAP_SECONDS = 600.0
+
+
+class PruneTarget(Protocol):
+    name: str
+
+    async def prune(self, engine: AsyncEngine, now_ms: int) -> dict[str, int]:
+        """Remove what has expired; returns rows removed per table."""
+        ...
+
+
+@dataclass
+class RunReport:
+    removed: dict[str, int] = field(default_factory=dict)  # table -> rows
+    archive_files: int = 0
+    seconds: float = 0.0
+
+
+class Pruner:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        settings: RetentionSettings,
+        *,
+        lock_file: Path,
+        archive_store: FileStore | None = None,
+        clock: Callable[[], int] = wall_ms,
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self._lock_file = lock_file
+        self._archive = archive_store if settings.archive else None
+        self._clock = clock
+        self._targets: list[PruneTarget] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def register(self, target: PruneTarget) -> None:
+        self._targets.append(target)
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="retention-pruner")
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        interval = self.settings.interval_seconds
+        await asyncio.sleep(min(interval, FIRST_RUN_CAP_SECONDS) * random.uniform(0.5, 1.0))
+        while True:
+            try:
+                report = await self.run_once()
+                if report is not None and any(report.removed.values()):
+                    log.info("retention: removed %s in %.1f s", report.removed, report.seconds)
+            except Exception:
+                log.exception("retention run failed; retrying next interval")
+            # Jitter keeps the processes of one deployment from trying in lockstep.
+            await asyncio.sleep(interval * random.uniform(0.8, 1.2))
+
+    async def run_once(self) -> RunReport | None:
+        """One pruning run, or None when another process holds the lock."""
+        async with pruner_lock(self.engine, self._lock_file) as held:
+            if not held:
+                return None
+            return await self._prune()
+
+    async def _prune(self) -> RunReport:
+        s, now = self.settings, self._clock()
+        started = time.monotonic()
+        report = RunReport()
+        removed = report.removed
+        removed["request_logs.payloads"] = await prune_payloads(
+            self.engine, s.log_payloads_days, s.batch_rows, s.batch_pause_seconds, now
+        )
+        plan = LogPruning(s.request_logs_days, s.batch_rows, s.batch_pause_seconds, self._archive)
+        logs = await prune_logs(self.engine, plan, now)
+        removed["request_logs"], report.archive_files = logs.rows, logs.archive_files
+        tasks = await prune_tasks(self.engine, s.tasks_days, s.batch_rows, s.batch_pause_seconds, now)
+        removed["media_tasks"], removed["webhook_deliveries"], removed["webhook_attempts"] = (
+            tasks.tasks,
+            tasks.deliveries,
+            tasks.attempts,
+        )
+        for target in self._targets:
+            try:
+                for table, rows in (await target.prune(self.engine, now)).items():
+                    removed[table] = removed.get(table, 0) + rows
+            except Exception:
+                log.exception("retention target %s failed", target.name)
+        if self.engine.dialect.name == "sqlite" and any(v for k, v in removed.items() if not k.endswith(".payloads")):
+            await self._give_space_back()
+        report.seconds = time.monotonic() - started
+        await self._record(report, now)
+        return report
+
+    async def _give_space_back(self) -> None:
+        """SQLite: return the free pages to the file system a step at a time (auto_vacuum = INCREMENTAL),
+        then empty the WAL file the run filled (a checkpoint that truncates it)."""
+        try:
+            step = f"PRAGMA incremental_vacuum({VACUUM_PAGES})"
+            for _ in range(MAX_VACUUM_STEPS):
+                if not await self._sqlite_script("PRAGMA freelist_count", step):
+                    break
+                await asyncio.sleep(self.settings.batch_pause_seconds)
+            await self._sqlite_script(None, "PRAGMA wal_checkpoint(TRUNCATE)")
+        except Exception:
+            log.exception("retention: giving SQLite pages back failed; the next run tries again")
+
+    async def _sqlite_script(self, unless_zero: str | None, script: str) -> bool:
+        """Run `script` to completion (as a script: the driver's execute() steps a statement that returns no
+        rows only once, and each step of incremental_vacuum frees one page), unless `unless_zero` reads 0."""
+        async with self.engine.connect() as conn:
+            if unless_zero is not None:
+                value = int((await conn.exec_driver_sql(unless_zero)).scalar() or 0)
+                await conn.rollback()
+                if value == 0:
+                    return False
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver is not None  # an open pool connection
+            await driver.executescript(script)
+        return True
+
+    async def _record(self, report: RunReport, now: int) -> None:
+        totals = {stats.PRUNED_PREFIX + table: rows for table, rows in report.removed.items()}
+        totals[stats.ARCHIVE_FILES] = report.archive_files
+        async with self.engine.begin() as conn:
+            await stats.bump(conn, totals)
+        await stats.set_values(self.engine, {stats.LAST_RUN_AT_MS: now, stats.LAST_RUN_MS: int(report.seconds * 1000)})
+        for table, rows in report.removed.items():
+            if rows:
+                metrics.RETENTION_PRUNED.labels(table).inc(rows)
+        if report.archive_files:
+            metrics.RETENTION_ARCHIVE_FILES.labels("request_logs").inc(report.archive_files)
+        size = await stats.database_bytes(self.engine)
+        if size is not None:
+            metrics.DATABASE_SIZE.labels(self.engine.dialect.name).set(size)
+        oldest = await stats.oldest_log_ms(self.engine)
+        metrics.OLDEST_LOG_AGE.labels("request_logs").set(
+            0 if oldest is None else max(0.0, (self._clock() - oldest) / 1000)
+        )
+
+
+PRUNER: ServiceKey[Pruner] = ServiceKey("retention pruner")
