@@ -14,7 +14,8 @@ from typing import Any
 
 import jsonschema
 
-from tests.support.cassettes import CONFORMANCE_DIR, load_yaml
+from tests.support.cassettes import load_yaml
+from tests.support.conformance_data import CONFORMANCE_DIR
 
 OPENAI_SPEC = CONFORMANCE_DIR / "openai-openapi.yaml"
 ANTHROPIC_SPEC = CONFORMANCE_DIR / "anthropic-openapi-curated.yaml"
