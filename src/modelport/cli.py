@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 
+from modelport.accounts.audit import Actor
 from modelport.billing.operator import Operator, check_tier
 from modelport.bootstrap import StartupError, ensure_schema, prepare, prepare_worker, start_sqlite_migration
 from modelport.catalog import CatalogFileError
@@ -50,7 +51,7 @@ def _run_db(settings: Settings, action: Callable[[Any], Awaitable[T]], *, migrat
 
 def _operate(settings: Settings, action: Callable[[Operator], Awaitable[T]]) -> T:
     """Run one operator verb (`billing.operator`, the same service the admin API and console call)."""
-    return _run_db(settings, lambda engine: action(Operator(engine, settings.tiers)))
+    return _run_db(settings, lambda engine: action(Operator(engine, settings.tiers, actor=Actor("operator_cli"))))
 
 
 def _emit(as_json: bool, data: Any, text: str) -> None:

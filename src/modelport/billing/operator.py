@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport import catalog as catalog_ops
 from modelport.accounts import service as accounts
+from modelport.accounts.audit import Actor
 from modelport.accounts.auth import Authenticator
 from modelport.accounts.models import ApiKey, CreatedKey, Team
 from modelport.billing.ledger import LedgerEntry, read_entries
@@ -57,10 +58,11 @@ class Operator:
     tiers: list[TierSettings]
     auth: Authenticator | None = None
     catalog: CatalogStore | None = None
+    actor: Actor | None = None  # who acts: every change records an audit event (accounts/audit.py)
 
     @classmethod
-    def for_services(cls, services: Services) -> Operator:
-        return cls(services.db, services.settings.tiers, auth=services.auth, catalog=services.catalog)
+    def for_services(cls, services: Services, actor: Actor) -> Operator:
+        return cls(services.db, services.settings.tiers, auth=services.auth, catalog=services.catalog, actor=actor)
 
     def _access_changed(self) -> None:
         if self.auth is not None:
@@ -75,7 +77,7 @@ class Operator:
         return await accounts.get_team(self.engine, ref)
 
     async def create_team(self, name: str) -> Team:
-        return await accounts.create_team(self.engine, name, tier=self.tiers[0].name)
+        return await accounts.create_team(self.engine, name, tier=self.tiers[0].name, actor=self.actor)
 
     async def set_flags(
         self, ref: str, *, asset_service: bool | None = None, log_retention: bool | None = None
@@ -83,30 +85,31 @@ class Operator:
         changes = {
             k: v for k, v in {"asset_service": asset_service, "log_retention": log_retention}.items() if v is not None
         }
-        updated = await accounts.update_team(self.engine, ref, **changes)
+        updated = await accounts.update_team(self.engine, ref, actor=self.actor, **changes)
         self._access_changed()
         return updated
 
     async def set_tier(self, ref: str, tier: str) -> Team:
         check_tier(self.tiers, tier)
-        updated = await accounts.update_team(self.engine, ref, tier=tier)
+        updated = await accounts.update_team(self.engine, ref, tier=tier, actor=self.actor)
         self._access_changed()
         return updated
 
     async def suspend(self, ref: str) -> Team:
-        updated = await accounts.set_suspended(self.engine, ref, True)
+        updated = await accounts.set_suspended(self.engine, ref, True, actor=self.actor)
         self._access_changed()
         return updated
 
     async def unsuspend(self, ref: str) -> Team:
-        updated = await accounts.set_suspended(self.engine, ref, False)
+        updated = await accounts.set_suspended(self.engine, ref, False, actor=self.actor)
         self._access_changed()
         return updated
 
     # Money
 
     async def topup(self, ref: str, amount_usd: Decimal | str, *, note: str | None = None) -> TopupResult:
-        result = await topup_team(self.engine, self.tiers, ref, amount_usd, note=_text(note, param="note", limit=255))
+        note = _text(note, param="note", limit=255)
+        result = await topup_team(self.engine, self.tiers, ref, amount_usd, note=note, actor=self.actor)
         self._access_changed()  # the tier may have changed: limits are read from the cached context
         return result
 
@@ -121,11 +124,11 @@ class Operator:
     ) -> CreatedKey:
         """A new key; `fields`: its limits and role by their public names (accounts.limits.KEY_FIELDS)."""
         name = _text(name, param="name", limit=MAX_KEY_NAME)
-        return await accounts.create_key(self.engine, ref, name=name or None, fields=fields)
+        return await accounts.create_key(self.engine, ref, name=name or None, fields=fields, actor=self.actor)
 
     async def update_key(self, key_id: str, fields: dict[str, Any]) -> ApiKey:
         """Change a key's name, limits or role; every process sees it within `auth_cache_seconds`."""
-        record = await accounts.update_key(self.engine, key_id, fields)
+        record = await accounts.update_key(self.engine, key_id, fields, actor=self.actor)
         self._access_changed()
         return record
 
@@ -136,7 +139,7 @@ class Operator:
         return await accounts.list_keys(self.engine, ref)
 
     async def revoke_key(self, key_id: str) -> ApiKey:
-        record = await accounts.revoke_key(self.engine, key_id)
+        record = await accounts.revoke_key(self.engine, key_id, actor=self.actor)
         self._access_changed()
         return record
 
