@@ -215,3 +215,35 @@ async def test_a_change_whose_transaction_fails_leaves_no_event(srv: Srv) -> Non
     after = admin(srv.running, "GET", "/teams/aud-doomed").json()["data"]
     assert after["asset_service"] is False and after["balance_usd"] == 0
     assert [e["action"] for e in events(srv, team=tid)] == ["team.create"]
+
+
+def test_console_pages_show_and_export_the_log(srv: Srv) -> None:
+    assert admin(srv.running, "POST", "/teams", json={"name": "aud-pages"}).status_code == 200
+    tid = team_id(srv, "aud-pages")
+    boss, boss_id = new_key(srv.running, "aud-pages", role="admin")
+    member, _ = new_key(srv.running, "aud-pages", name="plain")
+    rotated = httpx.post(srv.media_url + "/api/v1/webhooks/secret/rotate", headers=bearer(boss), timeout=30)
+    whsec = rotated.json()["data"]["secret"]
+    team, operator, other = (ConsoleClient(srv.media_url) for _ in range(3))
+    try:
+        assert team.sign_in(boss).status_code == 303
+        shown = team.get("/audit")
+        assert shown.status_code == 200 and "webhook_secret.rotate" in shown.text and boss_id in shown.text
+        assert whsec not in shown.text and "••••" + whsec[-4:] in shown.text
+        exported = team.get("/audit", params={"format": "csv", "action": "key.create"})
+        assert exported.status_code == 200 and exported.headers["content-type"].startswith("text/csv")
+        lines = exported.text.strip().splitlines()
+        assert lines[0].startswith("id,at_ms,team_id,actor_kind") and len(lines) == 3  # the two keys
+        assert all(tid in line and "key.create" in line for line in lines[1:])
+        assert team.get("/audit", params={"actor_kind": "robot"}).status_code == 400
+        assert other.sign_in(member).status_code == 303
+        assert other.get("/audit").status_code == 403
+        assert operator.post_form("/admin/sign-in", {"admin_token": ADMIN_TOKEN}).status_code == 303
+        everything = operator.get("/admin/audit", params={"team": "aud-pages"})
+        assert everything.status_code == 200 and "team.create" in everything.text and whsec not in everything.text
+        csv_all = operator.get("/admin/audit", params={"team": tid, "format": "csv"}).text.strip().splitlines()
+        assert len(csv_all) == 1 + 4  # team.create, two key.create, the rotation
+        assert operator.get("/admin/audit", params={"team": "nobody"}).status_code == 404
+    finally:
+        for client in (team, operator, other):
+            client.close()

@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from modelport.console.admin import activity, catalog, teams, upstreams
+from modelport.console.admin import activity, audit, catalog, teams, upstreams
 
-ROUTERS: tuple[APIRouter, ...] = (teams.router, catalog.router, upstreams.router, activity.router)
+ROUTERS: tuple[APIRouter, ...] = (teams.router, catalog.router, upstreams.router, activity.router, audit.router)

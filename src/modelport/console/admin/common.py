@@ -22,6 +22,7 @@ ADMIN_NAV = (
     ("/admin/logs", "Request logs", "logs"),
     ("/admin/tasks", "Tasks", "tasks"),
     ("/admin/queue", "Queue and workers", "queue"),
+    ("/admin/audit", "Audit log", "audit"),
 )
 _FLASH = "flash"
 MASK = "••••••"  # what the pages show instead of a credential
