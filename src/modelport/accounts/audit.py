@@ -20,12 +20,11 @@ from sqlalchemy import Select, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.clock import now_ms
+from modelport.core.redaction import is_credential_header
 from modelport.storage.tables import audit_events
 
 ActorKind = Literal["operator_token", "operator_console", "operator_cli", "team_key", "team_console"]
 ACTOR_KINDS: tuple[ActorKind, ...] = ("operator_token", "operator_console", "operator_cli", "team_key", "team_console")
-# Field names whose values are credentials: stored masked, whatever the change.
-_SECRET_NAMES = ("secret", "token", "password", "key_hash")
 MASK_KEEP = 4  # characters of a credential kept at its end, so two values can still be told apart
 
 
@@ -42,18 +41,20 @@ def mask_value(value: str) -> str:
 
 
 def mask(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A copy of `values` with every credential-named string masked (nested mappings too)."""
+    """A copy of `values` with every credential-named string masked (in nested mappings and lists too)."""
     if values is None:
         return None
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        if isinstance(value, Mapping):
-            out[name] = mask(value)
-        elif isinstance(value, str) and any(s in name.lower() for s in _SECRET_NAMES):
-            out[name] = mask_value(value)
-        else:
-            out[name] = value
-    return out
+    return {name: _masked(name, value) for name, value in values.items()}
+
+
+def _masked(name: str, value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return mask(value)
+    if isinstance(value, list | tuple):  # e.g. a catalog entry's deployments, each with its headers
+        return [_masked(name, item) for item in value]
+    if isinstance(value, str) and is_credential_header(name):  # secret, token, authorization, api key...
+        return mask_value(value)
+    return value
 
 
 def _json(values: Mapping[str, Any] | None) -> str | None:
@@ -91,7 +92,7 @@ async def record(
             actor_kind=actor.kind,
             actor_key_id=actor.key_id,
             action=action,
-            target=target,
+            target=target[:120],  # the column's size; ids and slugs are shorter
             before=_json(before),
             after=_json(after),
             request_id=actor.request_id,

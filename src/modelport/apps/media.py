@@ -69,15 +69,16 @@ def media_errors(method: str, path: str) -> tuple[int, ...]:
     """Errors beyond the common ones (see web/openapi.py), per operation of the media host."""
     if path.startswith("/admin/"):
         return (409,) if method == "POST" else ()
+    # 409: an Idempotency-Key reused for a different request (media/idempotency.py)
     if path == "/api/v1/media/files" and method == "POST":
-        return (413,)
+        return (409, 413)
     if path.startswith("/api/v1/media/providers/"):
-        return (402, 413, 429) if method == "POST" else (429,)
+        return (402, 409, 413, 429) if method == "POST" else (429,)
     if path.startswith("/{provider}/{model}"):
-        return (402, 413, 429)
+        return (402, 409, 413, 429)
     if path == "/api/v1/tasks/{task_id}/cancel":
         return (409,)
-    if path.startswith("/api/v1/keys"):
+    if path.startswith("/api/v1/keys") or path == "/api/v1/audit":
         return (403,)
     return ()
 

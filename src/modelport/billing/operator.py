@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport import catalog as catalog_ops
+from modelport.accounts import audit
 from modelport.accounts import service as accounts
 from modelport.accounts.audit import Actor
 from modelport.accounts.auth import Authenticator
@@ -145,6 +146,12 @@ class Operator:
 
     # Catalog
 
+    def _catalog_event(self, action: str, slug: str) -> catalog_ops.InTransaction:
+        async def record(conn: AsyncConnection, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+            await audit.record(conn, self.actor, action, team_id=None, target=slug, before=before, after=after)
+
+        return record
+
     async def models(self) -> CatalogSnapshot:
         """The catalog as stored now (not the snapshot a few seconds old)."""
         if self.catalog is None:
@@ -154,12 +161,14 @@ class Operator:
 
     async def put_model(self, kind: str, slug: str, spec: dict[str, Any]) -> TextModel | MediaModel:
         key = "id" if kind == "text" else "slug"
-        entry = await catalog_ops.put_model(self.engine, kind, {**spec, key: slug})
+        entry = await catalog_ops.put_model(
+            self.engine, kind, {**spec, key: slug}, in_transaction=self._catalog_event("catalog.put", slug)
+        )
         if self.catalog is not None:
             await self.catalog.reload()
         return entry
 
     async def delete_model(self, slug: str) -> None:
-        await catalog_ops.delete_model(self.engine, slug)
+        await catalog_ops.delete_model(self.engine, slug, in_transaction=self._catalog_event("catalog.delete", slug))
         if self.catalog is not None:
             await self.catalog.reload()

@@ -26,10 +26,27 @@ MAX_LIMIT = 500
 MAX_TEXT = 64
 
 
-def _text(request: Request, name: str) -> str | None:
+def _param(name: str, schema: dict[str, object], description: str) -> dict[str, object]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+# Documented here, read by `audit_filter` (one strict integer parser for every query integer).
+_FILTERS = [
+    _param("actor_kind", {"type": "string", "enum": list(ACTOR_KINDS)}, "who made the change"),
+    _param("action", {"type": "string", "maxLength": MAX_TEXT}, "e.g. key.create"),
+    _param("since", {"type": "integer", "minimum": 0}, "UNIX ms, inclusive"),
+    _param("until", {"type": "integer", "minimum": 0}, "UNIX ms, exclusive"),
+    _param("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 100}, "events per page"),
+    _param("before_id", {"type": "integer", "minimum": 1}, "events older than this id (next_before_id)"),
+]
+MAX_TEAM_REF = 100  # a team name's limit
+_TEAM = _param("team", {"type": "string", "maxLength": MAX_TEAM_REF}, "a team's id or name")
+
+
+def _text(request: Request, name: str, limit: int = MAX_TEXT) -> str | None:
     value = request.query_params.get(name) or None
-    if value is not None and (len(value) > MAX_TEXT or "\x00" in value):
-        raise InvalidParameters(f"{name} is at most {MAX_TEXT} characters, without NUL", param=name)
+    if value is not None and (len(value) > limit or "\x00" in value):
+        raise InvalidParameters(f"{name} is at most {limit} characters, without NUL", param=name)
     return value
 
 
@@ -59,14 +76,18 @@ async def audit_page(request: Request, team_id: str | None) -> dict[str, object]
     return {"events": events, "next_before_id": next_before}
 
 
-@admin_router.get("/audit", summary="The audit log: every change by an operator or a team admin")
+@admin_router.get(
+    "/audit",
+    summary="The audit log: every change by an operator or a team admin",
+    openapi_extra={"parameters": [_TEAM, *_FILTERS]},
+)
 async def admin_audit(request: Request) -> Response:
-    ref = _text(request, "team")
+    ref = _text(request, "team", MAX_TEAM_REF)
     team_id = None if ref is None else (await accounts.get_team(get_services(request).db, ref)).id
     return ok(await audit_page(request, team_id))
 
 
-@team_router.get("/audit", summary="The team's audit log (admin keys only)")
+@team_router.get("/audit", summary="The team's audit log (admin keys only)", openapi_extra={"parameters": _FILTERS})
 async def team_audit(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
     if auth.role != "admin":
         raise Forbidden("this API key cannot read the audit log")

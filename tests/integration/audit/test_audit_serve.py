@@ -247,3 +247,28 @@ def test_console_pages_show_and_export_the_log(srv: Srv) -> None:
     finally:
         for client in (team, operator, other):
             client.close()
+
+
+def test_catalog_edits_are_recorded_with_credential_headers_masked(srv: Srv) -> None:
+    header = "Bearer sk-audit-0123456789abcdef"
+    spec: dict[str, Any] = {
+        "deployments": [
+            {
+                "kind": "openai_chat",
+                "base_url": "http://127.0.0.1:9/v1",
+                "model": "m",
+                "headers": {"Authorization": header},
+            }
+        ]
+    }
+    put = admin(srv.running, "PUT", "/models/audit/model", json={"kind": "text", "spec": spec})
+    assert put.status_code == 200, put.text
+    spec["deployments"][0]["model"] = "m2"
+    assert admin(srv.running, "PUT", "/models/audit/model", json={"kind": "text", "spec": spec}).status_code == 200
+    assert admin(srv.running, "DELETE", "/models/audit/model").status_code == 200
+    found = [e for e in events(srv, actor_kind="operator_token") if e["target"] == "audit/model"][::-1]
+    assert [e["action"] for e in found] == ["catalog.put", "catalog.put", "catalog.delete"]
+    assert found[0]["before"] is None and found[2]["after"] is None and found[0]["team_id"] is None
+    assert (found[1]["before"]["deployments"][0]["model"], found[1]["after"]["deployments"][0]["model"]) == ("m", "m2")
+    assert found[1]["after"]["deployments"][0]["headers"]["Authorization"] == "••••" + header[-4:]
+    assert "sk-audit-0123456789" not in json.dumps(found)
