@@ -5,7 +5,8 @@ Revises: 0016
 Create Date: 2026-11-25 23:45:00
 
 `audit_events`: one append-only row per change an operator or a team admin makes (key create/update/revoke,
-top-up, tier, suspension, team flags, webhook secret rotation), written in the change's own transaction.
+top-up, tier, suspension, team flags, webhook secret rotation, catalog edits: `team_id` null), written in the
+change's own transaction.
 Indexed by time (retention pruning, since/until) and by (team, id) for a team's own pages.
 """
 
