@@ -131,8 +131,9 @@ async def update_team(engine: AsyncEngine, ref: str, *, actor: Actor | None = No
             assert current is not None  # teams are never deleted
             before = {name: getattr(current, name) for name in changes}
             await conn.execute(update(teams).where(teams.c.id == team.id).values(**changes))
-            action = "team.tier" if set(changes) == {"tier"} else "team.flags"
-            await audit.record(conn, actor, action, team_id=team.id, target=team.id, before=before, after=changes)
+            if before != changes:  # the same values again are not a change
+                action = "team.tier" if set(changes) == {"tier"} else "team.flags"
+                await audit.record(conn, actor, action, team_id=team.id, target=team.id, before=before, after=changes)
     return await get_team(engine, team.id)
 
 
@@ -211,9 +212,11 @@ async def revoke_key(engine: AsyncEngine, key_id: str, *, actor: Actor | None = 
 
 
 async def _record_key(conn: AsyncConnection, actor: Actor | None, action: str, before: ApiKey, after: ApiKey) -> None:
-    """The key's public fields that changed, before and after (usage times are not changes)."""
+    """The key's public fields that changed, before and after (usage times are not changes); none: no event."""
     old, new = before.to_public(), after.to_public()
     changed = [k for k in new if old.get(k) != new[k] and k != "last_used_at"]
+    if not changed:
+        return  # the same values again: not a change
     await audit.record(
         conn,
         actor,

@@ -62,6 +62,8 @@ def test_admin_api_changes_each_record_one_event_with_request_id_and_client(srv:
     secret, key_id = new_key(srv.running, "aud-api", name="k", rpm=5)
     patched = admin(srv.running, "PATCH", f"/keys/{key_id}", json={"rpm": 7})
     assert patched.status_code == 200, patched.text
+    admin(srv.running, "PATCH", f"/keys/{key_id}", json={"rpm": 7})  # the same value: no event
+    admin(srv.running, "PUT", "/teams/aud-api/tier", json={"tier": "metered"})  # likewise
     admin(srv.running, "POST", f"/keys/{key_id}/revoke")
 
     found = list(reversed(events(srv, team=tid)))
