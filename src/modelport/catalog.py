@@ -13,7 +13,7 @@ import logging
 import os
 import time
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.catalog_spec import CatalogFile, MediaModel, TextModel
 from modelport.clock import now_ms
@@ -108,7 +108,19 @@ def parse_entry(kind: str, spec: dict[str, Any]) -> TextModel | MediaModel:
     raise InvalidParameters("kind must be text or media", param="kind")
 
 
-async def put_model(engine: AsyncEngine, kind: str, spec: dict[str, Any]) -> TextModel | MediaModel:
+# Called inside an admin edit's transaction with the entry's stored spec before (None: new) and after (None:
+# deleted): the caller records its audit event there, so the edit and its event commit together.
+InTransaction = Callable[[AsyncConnection, dict[str, Any] | None, dict[str, Any] | None], Awaitable[None]]
+
+
+async def _stored_spec(conn: AsyncConnection, slug: str) -> dict[str, Any] | None:
+    row = (await conn.execute(select(catalog_models.c.spec).where(catalog_models.c.slug == slug))).first()
+    return None if row is None else dict(row.spec)
+
+
+async def put_model(
+    engine: AsyncEngine, kind: str, spec: dict[str, Any], *, in_transaction: InTransaction | None = None
+) -> TextModel | MediaModel:
     """Create or replace one entry through admin; the file import leaves it alone from then on."""
     entry = parse_entry(kind, spec)
     slug = entry.id if isinstance(entry, TextModel) else entry.slug
@@ -120,15 +132,21 @@ async def put_model(engine: AsyncEngine, kind: str, spec: dict[str, Any]) -> Tex
         "updated_at_ms": now_ms(),
     }
     async with engine.begin() as conn:
+        before = await _stored_spec(conn, slug) if in_transaction is not None else None
         updated = await conn.execute(catalog_models.update().where(catalog_models.c.slug == slug).values(**values))
         if updated.rowcount == 0:
             await conn.execute(catalog_models.insert().values(slug=slug, **values))
+        if in_transaction is not None:
+            await in_transaction(conn, before, entry.model_dump(mode="json"))
     return entry
 
 
-async def delete_model(engine: AsyncEngine, slug: str) -> None:
+async def delete_model(engine: AsyncEngine, slug: str, *, in_transaction: InTransaction | None = None) -> None:
     async with engine.begin() as conn:
+        before = await _stored_spec(conn, slug) if in_transaction is not None else None
         result = await conn.execute(delete(catalog_models).where(catalog_models.c.slug == slug))
+        if in_transaction is not None and result.rowcount:
+            await in_transaction(conn, before, None)
     if result.rowcount == 0:
         raise NotFound(f"no model {slug!r}")
 

@@ -20,6 +20,7 @@ import click
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
+from modelport.accounts.audit import Actor
 from modelport.accounts.models import Team
 from modelport.billing.operator import Operator, check_tier
 from modelport.bootstrap import (
@@ -72,7 +73,7 @@ def _run_db(settings: Settings, action: Callable[[Any], Awaitable[T]], *, migrat
 
 def _operate(settings: Settings, action: Callable[[Operator], Awaitable[T]]) -> T:
     """Run one operator verb (`billing.operator`, the same service the admin API and console call)."""
-    return _run_db(settings, lambda engine: action(Operator(engine, settings.tiers)))
+    return _run_db(settings, lambda engine: action(Operator(engine, settings.tiers, actor=Actor("operator_cli"))))
 
 
 def _emit(as_json: bool, data: Any, text: str) -> None:

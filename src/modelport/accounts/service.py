@@ -10,7 +10,8 @@ from sqlalchemy import Row, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.accounts import console_sessions
+from modelport.accounts import audit, console_sessions
+from modelport.accounts.audit import Actor
 from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.keys import generate_key, hash_key, visible_prefix
 from modelport.accounts.limits import limits_from_columns
@@ -54,7 +55,7 @@ def key_from_row(row: Row[Any]) -> ApiKey:
     )
 
 
-async def create_team(engine: AsyncEngine, name: str, *, tier: str) -> Team:
+async def create_team(engine: AsyncEngine, name: str, *, tier: str, actor: Actor | None = None) -> Team:
     if not TEAM_NAME_RE.match(name):
         raise InvalidParameters(
             "team name must be 1-100 characters: letters, digits, '_', '.', '-', starting with a letter or digit",
@@ -74,6 +75,8 @@ async def create_team(engine: AsyncEngine, name: str, *, tier: str) -> Team:
     try:
         async with engine.begin() as conn:
             await conn.execute(insert(teams).values(**values))
+            after = {"name": name, "tier": tier}
+            await audit.record(conn, actor, "team.create", team_id=team_id, target=team_id, after=after)
     except IntegrityError as exc:
         raise Conflict(f"a team named {name!r} already exists") from exc
     return await get_team(engine, team_id)
@@ -92,16 +95,22 @@ async def get_team(engine: AsyncEngine, ref: str) -> Team:
     return team
 
 
-async def set_suspended(engine: AsyncEngine, ref: str, suspended: bool) -> Team:
-    """Suspend a team (its keys are refused on both hosts) or lift the suspension; repeating either is a no-op."""
+async def set_suspended(engine: AsyncEngine, ref: str, suspended: bool, *, actor: Actor | None = None) -> Team:
+    """Suspend a team (its keys are refused on both hosts) or lift the suspension; repeating either is a no-op
+    (and records no event)."""
     team = await get_team(engine, ref)
     async with engine.begin() as conn:
         if suspended:
             stmt = update(teams).where(teams.c.id == team.id, teams.c.suspended_at_ms.is_(None))
-            await conn.execute(stmt.values(suspended_at_ms=now_ms()))
+            result = await conn.execute(stmt.values(suspended_at_ms=now_ms()))
             await console_sessions.end_for_team(conn, team.id)  # ended, not merely paused: gone on unsuspend too
         else:
-            await conn.execute(update(teams).where(teams.c.id == team.id).values(suspended_at_ms=None))
+            stmt = update(teams).where(teams.c.id == team.id, teams.c.suspended_at_ms.is_not(None))
+            result = await conn.execute(stmt.values(suspended_at_ms=None))
+        if result.rowcount:
+            action = "team.suspend" if suspended else "team.unsuspend"
+            before, after = {"suspended": not suspended}, {"suspended": suspended}
+            await audit.record(conn, actor, action, team_id=team.id, target=team.id, before=before, after=after)
     return await get_team(engine, team.id)
 
 
@@ -111,8 +120,9 @@ async def list_teams(engine: AsyncEngine) -> list[Team]:
     return [team_from_row(r) for r in rows]
 
 
-async def update_team(engine: AsyncEngine, ref: str, **changes: Any) -> Team:
-    """Set plain team columns (tier, asset_service, log_retention, log_days)."""
+async def update_team(engine: AsyncEngine, ref: str, *, actor: Actor | None = None, **changes: Any) -> Team:
+    """Set plain team columns (tier, asset_service, log_retention, log_days); `team.tier`, `team.log_days`
+    (the team's own request-log window) or `team.flags` in the audit."""
     allowed = {"tier", "asset_service", "log_retention", "log_days"}
     unknown = set(changes) - allowed
     if unknown:
@@ -120,12 +130,24 @@ async def update_team(engine: AsyncEngine, ref: str, **changes: Any) -> Team:
     team = await get_team(engine, ref)
     if changes:
         async with engine.begin() as conn:
+            current = await find_team(conn, team.id)
+            assert current is not None  # teams are never deleted
+            before = {name: getattr(current, name) for name in changes}
             await conn.execute(update(teams).where(teams.c.id == team.id).values(**changes))
+            if before != changes:  # the same values again are not a change
+                only = next(iter(changes)) if len(changes) == 1 else None
+                action = {"tier": "team.tier", "log_days": "team.log_days"}.get(only or "", "team.flags")
+                await audit.record(conn, actor, action, team_id=team.id, target=team.id, before=before, after=changes)
     return await get_team(engine, team.id)
 
 
 async def create_key(
-    engine: AsyncEngine, team_ref: str, *, name: str | None = None, fields: dict[str, Any] | None = None
+    engine: AsyncEngine,
+    team_ref: str,
+    *,
+    name: str | None = None,
+    fields: dict[str, Any] | None = None,
+    actor: Actor | None = None,
 ) -> CreatedKey:
     """A new key of the team; `fields` are its limits and role by their public names (`check_key_fields`)."""
     columns = check_key_fields(fields or {})
@@ -145,7 +167,16 @@ async def create_key(
     }
     async with engine.begin() as conn:
         await conn.execute(insert(api_keys).values(**values))
+        after = (await _key_in(conn, key_id)).to_public()
+        await audit.record(conn, actor, "key.create", team_id=team.id, target=key_id, after=after)
     return CreatedKey(key=key, record=await get_key(engine, key_id))
+
+
+async def _key_in(conn: AsyncConnection, key_id: str) -> ApiKey:
+    row = (await conn.execute(select(api_keys).where(api_keys.c.id == key_id))).first()
+    if row is None:
+        raise NotFound(f"no key {key_id!r}")
+    return key_from_row(row)
 
 
 async def get_key(engine: AsyncEngine, key_id: str) -> ApiKey:
@@ -156,26 +187,50 @@ async def get_key(engine: AsyncEngine, key_id: str) -> ApiKey:
     return key_from_row(row)
 
 
-async def update_key(engine: AsyncEngine, key_id: str, fields: dict[str, Any]) -> ApiKey:
+async def update_key(engine: AsyncEngine, key_id: str, fields: dict[str, Any], *, actor: Actor | None = None) -> ApiKey:
     """Change a key's name, limits or role (public names; None clears a limit). A revoked key stays revoked."""
     columns = check_key_fields(fields)
     await get_key(engine, key_id)
     if columns:
         async with engine.begin() as conn:
+            before = await _key_in(conn, key_id)
             await conn.execute(update(api_keys).where(api_keys.c.id == key_id).values(**columns))
+            after = await _key_in(conn, key_id)
+            await _record_key(conn, actor, "key.update", before, after)
     return await get_key(engine, key_id)
 
 
-async def revoke_key(engine: AsyncEngine, key_id: str) -> ApiKey:
+async def revoke_key(engine: AsyncEngine, key_id: str, *, actor: Actor | None = None) -> ApiKey:
+    """Revoke a key; revoking a revoked key is a no-op (and records no event)."""
     await get_key(engine, key_id)
     async with engine.begin() as conn:
-        await conn.execute(
+        before = await _key_in(conn, key_id)
+        result = await conn.execute(
             update(api_keys)
             .where(api_keys.c.id == key_id, api_keys.c.revoked_at_ms.is_(None))
             .values(revoked_at_ms=now_ms())
         )
         await console_sessions.end_for_key(conn, key_id)
+        if result.rowcount:
+            await _record_key(conn, actor, "key.revoke", before, await _key_in(conn, key_id))
     return await get_key(engine, key_id)
+
+
+async def _record_key(conn: AsyncConnection, actor: Actor | None, action: str, before: ApiKey, after: ApiKey) -> None:
+    """The key's public fields that changed, before and after (usage times are not changes); none: no event."""
+    old, new = before.to_public(), after.to_public()
+    changed = [k for k in new if old.get(k) != new[k] and k != "last_used_at"]
+    if not changed:
+        return  # the same values again: not a change
+    await audit.record(
+        conn,
+        actor,
+        action,
+        team_id=after.team_id,
+        target=after.id,
+        before={k: old.get(k) for k in changed},
+        after={k: new[k] for k in changed},
+    )
 
 
 async def list_keys(engine: AsyncEngine, team_ref: str) -> Sequence[ApiKey]:

@@ -19,6 +19,7 @@ from starlette.responses import Response
 from modelport.billing.operator import Operator
 from modelport.money import display_usd
 from modelport.retention.stats import read_figures
+from modelport.web.actor import request_actor
 from modelport.web.deps import admin_auth, get_services
 from modelport.web.envelope import ok
 
@@ -81,7 +82,7 @@ class ModelPut(_Body):
 
 
 def _operator(request: Request) -> Operator:
-    return Operator.for_services(get_services(request))
+    return Operator.for_services(get_services(request), request_actor(request, "operator_token"))
 
 
 @router.get("/teams")

@@ -38,6 +38,7 @@ from modelport.media.webhooks.sender import WebhookSender
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
+from modelport.retention.audit import AuditEvents
 from modelport.retention.pruner import PRUNER, Pruner
 from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
@@ -81,10 +82,11 @@ def build_services(
     )
     services.add(FILES_SWEEPER, Sweeper(files, settings.files.sweep_interval_seconds))
     # Retention: one process at a time prunes logs, payloads and finished tasks (archive in the file store).
-    services.add(
+    pruner = services.add(
         PRUNER,
         Pruner(db, settings.retention, lock_file=settings.data_dir / "retention.lock", archive_store=files.store),
     )
+    pruner.register(AuditEvents(settings.retention.audit_days))
     fetcher = services.add(
         FETCHER,
         SafeFetcher(settings.net, own_urls=OwnDownloadUrls(files, public_url), temp_dir=settings.data_dir / "tmp"),

@@ -16,7 +16,7 @@ from modelport.apps.text import create_text_app
 from modelport.console.admin import ROUTERS as ADMIN_ROUTERS
 from modelport.console.app import mount_console
 from modelport.errors import NotFound
-from modelport.media import keys_api, utility
+from modelport.media import audit_api, keys_api, utility
 from modelport.media.assets import routes as asset_routes
 from modelport.media.files import routes as file_routes
 from modelport.media.model_docs import render_page
@@ -41,6 +41,8 @@ def create_media_app(services: Services | None = None, settings: Settings | None
         utility.router,
         keys_api.router,
         admin.router,
+        audit_api.admin_router,
+        audit_api.team_router,
         file_routes.router,
         asset_routes.router,
         webhook_routes.router,
@@ -67,15 +69,16 @@ def media_errors(method: str, path: str) -> tuple[int, ...]:
     """Errors beyond the common ones (see web/openapi.py), per operation of the media host."""
     if path.startswith("/admin/"):
         return (409, 429) if method == "POST" else (429,)  # 429: too many failed admin-token attempts
+    # 409: an Idempotency-Key reused for a different request (media/idempotency.py)
     if path == "/api/v1/media/files" and method == "POST":
-        return (413,)
+        return (409, 413)
     if path.startswith("/api/v1/media/providers/"):
-        return (402, 413, 429) if method == "POST" else (429,)
+        return (402, 409, 413, 429) if method == "POST" else (429,)
     if path.startswith("/{provider}/{model}"):
-        return (402, 413, 429)
+        return (402, 409, 413, 429)
     if path == "/api/v1/tasks/{task_id}/cancel":
         return (409,)
-    if path.startswith("/api/v1/keys"):
+    if path.startswith("/api/v1/keys") or path == "/api/v1/audit":
         return (403,)
     return ()
 

@@ -102,27 +102,32 @@ async def _move(conn: AsyncConnection, team_id: str, balance_delta: int, frozen_
 
 
 async def topup(engine: AsyncEngine, team_id: str, micros: int, *, note: str | None = None) -> BalanceAfter:
+    async with engine.begin() as conn:
+        return await topup_in(conn, team_id, micros, note=note)
+
+
+async def topup_in(conn: AsyncConnection, team_id: str, micros: int, *, note: str | None = None) -> BalanceAfter:
+    """A top-up inside the caller's transaction (so its audit event commits with it)."""
     if micros <= 0:
         raise InvalidParameters("top-up amount must be positive", param="amount_usd")
     if micros > MAX_TOPUP_USD * MICROS_PER_USD:
         raise InvalidParameters(f"a top-up is at most {MAX_TOPUP_USD} USD", param="amount_usd")
-    async with engine.begin() as conn:
-        # Conditional, so concurrent top-ups cannot together pass the bound either.
-        row = (
-            await conn.execute(
-                update(teams)
-                .where(teams.c.id == team_id, teams.c.balance_micros <= MAX_BALANCE_MICROS - micros)
-                .values(balance_micros=teams.c.balance_micros + micros)
-                .returning(teams.c.balance_micros, teams.c.frozen_micros)
-            )
-        ).first()
-        if row is None:
-            await _move(conn, team_id, 0, 0)  # NotFound for a missing team
-            raise InvalidParameters(
-                f"a balance is at most {MAX_BALANCE_MICROS // MICROS_PER_USD} USD: this top-up would pass it",
-                param="amount_usd",
-            )
-        await _entry(conn, team_id, "topup", micros, None, note)
+    # Conditional, so concurrent top-ups cannot together pass the bound either.
+    row = (
+        await conn.execute(
+            update(teams)
+            .where(teams.c.id == team_id, teams.c.balance_micros <= MAX_BALANCE_MICROS - micros)
+            .values(balance_micros=teams.c.balance_micros + micros)
+            .returning(teams.c.balance_micros, teams.c.frozen_micros)
+        )
+    ).first()
+    if row is None:
+        await _move(conn, team_id, 0, 0)  # NotFound for a missing team
+        raise InvalidParameters(
+            f"a balance is at most {MAX_BALANCE_MICROS // MICROS_PER_USD} USD: this top-up would pass it",
+            param="amount_usd",
+        )
+    await _entry(conn, team_id, "topup", micros, None, note)
     return BalanceAfter(int(row[0]), int(row[1]))
 
 

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport import catalog as catalog_ops
-from modelport.accounts import console_sessions
+from modelport.accounts import audit, console_sessions
 from modelport.accounts import service as accounts
+from modelport.accounts.audit import Actor
 from modelport.accounts.auth import Authenticator
 from modelport.accounts.models import ApiKey, CreatedKey, Team
 from modelport.billing.ledger import LedgerEntry, read_entries
@@ -73,10 +74,11 @@ class Operator:
     tiers: list[TierSettings]
     auth: Authenticator | None = None
     catalog: CatalogStore | None = None
+    actor: Actor | None = None  # who acts: every change records an audit event (accounts/audit.py)
 
     @classmethod
-    def for_services(cls, services: Services) -> Operator:
-        return cls(services.db, services.settings.tiers, auth=services.auth, catalog=services.catalog)
+    def for_services(cls, services: Services, actor: Actor) -> Operator:
+        return cls(services.db, services.settings.tiers, auth=services.auth, catalog=services.catalog, actor=actor)
 
     def _access_changed(self) -> None:
         if self.auth is not None:
@@ -91,7 +93,7 @@ class Operator:
         return await accounts.get_team(self.engine, ref)
 
     async def create_team(self, name: str) -> Team:
-        return await accounts.create_team(self.engine, name, tier=self.tiers[0].name)
+        return await accounts.create_team(self.engine, name, tier=self.tiers[0].name, actor=self.actor)
 
     async def set_flags(
         self, ref: str, *, asset_service: bool | None = None, log_retention: bool | None = None
@@ -99,27 +101,27 @@ class Operator:
         changes = {
             k: v for k, v in {"asset_service": asset_service, "log_retention": log_retention}.items() if v is not None
         }
-        updated = await accounts.update_team(self.engine, ref, **changes)
+        updated = await accounts.update_team(self.engine, ref, actor=self.actor, **changes)
         self._access_changed()
         return updated
 
     async def set_log_days(self, ref: str, days: float | str | None) -> Team:
         """The team's own request-log window in days (fractions allowed; 0: forever; None: the default)."""
-        return await accounts.update_team(self.engine, ref, log_days=check_log_days(days))
+        return await accounts.update_team(self.engine, ref, actor=self.actor, log_days=check_log_days(days))
 
     async def set_tier(self, ref: str, tier: str) -> Team:
         check_tier(self.tiers, tier)
-        updated = await accounts.update_team(self.engine, ref, tier=tier)
+        updated = await accounts.update_team(self.engine, ref, tier=tier, actor=self.actor)
         self._access_changed()
         return updated
 
     async def suspend(self, ref: str) -> Team:
-        updated = await accounts.set_suspended(self.engine, ref, True)
+        updated = await accounts.set_suspended(self.engine, ref, True, actor=self.actor)
         self._access_changed()
         return updated
 
     async def unsuspend(self, ref: str) -> Team:
-        updated = await accounts.set_suspended(self.engine, ref, False)
+        updated = await accounts.set_suspended(self.engine, ref, False, actor=self.actor)
         self._access_changed()
         return updated
 
@@ -128,6 +130,11 @@ class Operator:
         found = await accounts.get_team(self.engine, ref)
         async with self.engine.begin() as conn:
             ended = await console_sessions.end_for_team(conn, found.id)
+            if ended:
+                after = {"sessions_ended": ended}
+                await audit.record(
+                    conn, self.actor, "team.end_sessions", team_id=found.id, target=found.id, after=after
+                )
         return found, ended
 
     async def session_count(self, ref: str) -> int:
@@ -137,7 +144,8 @@ class Operator:
     # Money
 
     async def topup(self, ref: str, amount_usd: Decimal | str, *, note: str | None = None) -> TopupResult:
-        result = await topup_team(self.engine, self.tiers, ref, amount_usd, note=_text(note, param="note", limit=255))
+        note = _text(note, param="note", limit=255)
+        result = await topup_team(self.engine, self.tiers, ref, amount_usd, note=note, actor=self.actor)
         self._access_changed()  # the tier may have changed: limits are read from the cached context
         return result
 
@@ -152,11 +160,11 @@ class Operator:
     ) -> CreatedKey:
         """A new key; `fields`: its limits and role by their public names (accounts.limits.KEY_FIELDS)."""
         name = _text(name, param="name", limit=MAX_KEY_NAME)
-        return await accounts.create_key(self.engine, ref, name=name or None, fields=fields)
+        return await accounts.create_key(self.engine, ref, name=name or None, fields=fields, actor=self.actor)
 
     async def update_key(self, key_id: str, fields: dict[str, Any]) -> ApiKey:
         """Change a key's name, limits or role; every process sees it within `auth_cache_seconds`."""
-        record = await accounts.update_key(self.engine, key_id, fields)
+        record = await accounts.update_key(self.engine, key_id, fields, actor=self.actor)
         self._access_changed()
         return record
 
@@ -167,11 +175,17 @@ class Operator:
         return await accounts.list_keys(self.engine, ref)
 
     async def revoke_key(self, key_id: str) -> ApiKey:
-        record = await accounts.revoke_key(self.engine, key_id)
+        record = await accounts.revoke_key(self.engine, key_id, actor=self.actor)
         self._access_changed()
         return record
 
     # Catalog
+
+    def _catalog_event(self, action: str, slug: str) -> catalog_ops.InTransaction:
+        async def record(conn: AsyncConnection, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+            await audit.record(conn, self.actor, action, team_id=None, target=slug, before=before, after=after)
+
+        return record
 
     async def models(self) -> CatalogSnapshot:
         """The catalog as stored now (not the snapshot a few seconds old)."""
@@ -182,12 +196,14 @@ class Operator:
 
     async def put_model(self, kind: str, slug: str, spec: dict[str, Any]) -> TextModel | MediaModel:
         key = "id" if kind == "text" else "slug"
-        entry = await catalog_ops.put_model(self.engine, kind, {**spec, key: slug})
+        entry = await catalog_ops.put_model(
+            self.engine, kind, {**spec, key: slug}, in_transaction=self._catalog_event("catalog.put", slug)
+        )
         if self.catalog is not None:
             await self.catalog.reload()
         return entry
 
     async def delete_model(self, slug: str) -> None:
-        await catalog_ops.delete_model(self.engine, slug)
+        await catalog_ops.delete_model(self.engine, slug, in_transaction=self._catalog_event("catalog.delete", slug))
         if self.catalog is not None:
             await self.catalog.reload()

@@ -8,11 +8,13 @@ from decimal import Decimal
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.accounts import audit
+from modelport.accounts.audit import Actor
 from modelport.accounts.models import Team
 from modelport.accounts.service import get_team
 from modelport.billing import ledger
 from modelport.errors import InvalidParameters
-from modelport.money import MAX_TOPUP_USD, MICROS_PER_USD, usd_to_micros
+from modelport.money import MAX_TOPUP_USD, MICROS_PER_USD, display_usd, usd_to_micros
 from modelport.settings import TierSettings
 from modelport.storage.tables import teams
 
@@ -50,6 +52,7 @@ async def topup_team(
     amount_usd: Decimal | str,
     *,
     note: str | None = None,
+    actor: Actor | None = None,
 ) -> TopupResult:
     """`note` goes into the ledger entry (`top-up` when none is given)."""
     note = (note or "").strip() or "top-up"
@@ -62,15 +65,29 @@ async def topup_team(
     if micros > MAX_TOPUP_USD * MICROS_PER_USD:  # checked before any lookup: never near 64 bits
         raise InvalidParameters(f"a top-up is at most {MAX_TOPUP_USD} USD", param="amount_usd")
     team = await get_team(engine, team_ref)
-    await ledger.topup(engine, team.id, micros, note=note)
     target = qualifying_tier(tiers, micros)
     changed = False
-    if tier_rank(tiers, target.name) > tier_rank(tiers, team.tier):
-        # Only ever moves up; the WHERE keeps a concurrent larger top-up's tier.
-        lower = [t.name for t in tiers[: tier_rank(tiers, target.name)]]
-        async with engine.begin() as conn:
+    async with engine.begin() as conn:
+        after = await ledger.topup_in(conn, team.id, micros, note=note)
+        if tier_rank(tiers, target.name) > tier_rank(tiers, team.tier):
+            # Only ever moves up; the WHERE keeps a concurrent larger top-up's tier.
+            lower = [t.name for t in tiers[: tier_rank(tiers, target.name)]]
             result = await conn.execute(
                 update(teams).where(teams.c.id == team.id, teams.c.tier.in_(lower)).values(tier=target.name)
             )
             changed = result.rowcount > 0
+        await audit.record(
+            conn,
+            actor,
+            "team.topup",
+            team_id=team.id,
+            target=team.id,
+            before={"balance_usd": display_usd(after.balance_micros - micros), "tier": team.tier},
+            after={
+                "balance_usd": display_usd(after.balance_micros),
+                "tier": target.name if changed else team.tier,
+                "amount_usd": display_usd(micros),
+                "note": note,
+            },
+        )
     return TopupResult(team=await get_team(engine, team.id), amount_micros=micros, tier_changed=changed)

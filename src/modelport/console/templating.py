@@ -72,6 +72,7 @@ TEAM_NAV = (
     ("/assets", "Assets", "assets"),
     ("/billing", "Billing", "billing"),
     ("/webhooks", "Webhook secret", "webhooks"),
+    ("/audit", "Audit log", "audit"),
 )
 _env.globals["team_nav"] = TEAM_NAV
 

@@ -22,6 +22,7 @@ from modelport.accounts.models import ApiKey
 from modelport.billing.key_budget import key_spend_view
 from modelport.billing.operator import Operator
 from modelport.errors import Forbidden, InvalidParameters, NotFound
+from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 
@@ -61,13 +62,13 @@ async def admin_key(request: Request, auth: AuthContext = Depends(media_auth)) -
     return auth
 
 
-def _operator(request: Request) -> Operator:
-    return Operator.for_services(get_services(request))
+def _operator(request: Request, auth: AuthContext) -> Operator:
+    return Operator.for_services(get_services(request), request_actor(request, "team_key", key_id=auth.key_id))
 
 
 async def _team_key(request: Request, auth: AuthContext, key_id: str) -> ApiKey:
     try:
-        record = await _operator(request).key(key_id)
+        record = await _operator(request, auth).key(key_id)
     except NotFound:
         record = None
     if record is None or record.team_id != auth.team_id:
@@ -95,7 +96,7 @@ async def list_keys(
     page: int = Query(1, ge=1, le=1_000_000),
     page_size: int = Query(20, ge=1, le=MAX_PAGE_SIZE),
 ) -> Response:
-    keys = list(await _operator(request).list_keys(auth.team_id))
+    keys = list(await _operator(request, auth).list_keys(auth.team_id))
     shown = keys[(page - 1) * page_size : page * page_size]
     return ok(
         {
@@ -113,7 +114,7 @@ async def list_keys(
 async def create_key(request: Request, auth: AuthContext = Depends(admin_key)) -> Response:
     fields = _fields(await _json(request))
     check_grant(auth, check_key_fields(fields), None)
-    created = await _operator(request).create_key(auth.team_id, fields=fields)
+    created = await _operator(request, auth).create_key(auth.team_id, fields=fields)
     return ok({"key": created.key, **(await _view(request, created.record))})
 
 
@@ -127,13 +128,13 @@ async def update_key(request: Request, key_id: str, auth: AuthContext = Depends(
     record = await _team_key(request, auth, key_id)
     fields = _fields(await _json(request))
     check_grant(auth, check_key_fields(fields), record)
-    return ok(await _view(request, await _operator(request).update_key(record.id, fields)))
+    return ok(await _view(request, await _operator(request, auth).update_key(record.id, fields)))
 
 
 @router.delete("/{key_id}", summary="Revoke a key of the team (admin keys only)")
 async def revoke_key(request: Request, key_id: str, auth: AuthContext = Depends(admin_key)) -> Response:
     record = await _team_key(request, auth, key_id)
-    return ok(await _view(request, await _operator(request).revoke_key(record.id)))
+    return ok(await _view(request, await _operator(request, auth).revoke_key(record.id)))
 
 
 async def _json(request: Request) -> Any:

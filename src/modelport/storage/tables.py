@@ -408,3 +408,23 @@ retention_stats = Table(
     Column("name", String(64), primary_key=True),
     Column("value", BigInteger, nullable=False),
 )
+
+
+# The audit log (accounts/audit.py): append-only, one row per change by an operator or a team admin,
+# inserted in the change's own transaction. `before`/`after` are JSON text with credentials masked.
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("at_ms", BigInteger, nullable=False, index=True),
+    Column("team_id", String(40), nullable=True),  # the team the change is about; None: no team
+    Column("actor_kind", String(24), nullable=False),
+    Column("actor_key_id", String(40), nullable=True),
+    Column("action", String(48), nullable=False),
+    Column("target", String(120), nullable=False),
+    Column("before", Text, nullable=True),
+    Column("after", Text, nullable=True),
+    Column("request_id", String(64), nullable=True),
+    Column("client", String(64), nullable=True),
+    Index("ix_audit_events_team_id_id", "team_id", "id"),
+)

@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from modelport.console.admin import activity, catalog, retention, teams, upstreams
+from modelport.console.admin import activity, audit, catalog, retention, teams, upstreams
 
-ROUTERS: tuple[APIRouter, ...] = (teams.router, catalog.router, upstreams.router, activity.router, retention.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    teams.router,
+    catalog.router,
+    upstreams.router,
+    activity.router,
+    retention.router,
+    audit.router,
+)

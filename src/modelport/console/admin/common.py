@@ -10,6 +10,7 @@ from starlette.responses import HTMLResponse, RedirectResponse
 
 from modelport.billing.operator import Operator
 from modelport.console.templating import console_root, render
+from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 
 # (console path, label, the `active` key a page sets)
@@ -22,6 +23,7 @@ ADMIN_NAV = (
     ("/admin/tasks", "Tasks", "tasks"),
     ("/admin/queue", "Queue and workers", "queue"),
     ("/admin/retention", "Retention", "retention"),
+    ("/admin/audit", "Audit log", "audit"),
 )
 _FLASH = "flash"
 MASK = "••••••"  # what the pages show instead of a credential
@@ -41,7 +43,7 @@ def masked_url(url: str | None) -> str:
 
 def operator(request: Request) -> Operator:
     """The one service every operator action goes through (the admin API and CLI call it too)."""
-    return Operator.for_services(get_services(request))
+    return Operator.for_services(get_services(request), request_actor(request, "operator_console"))
 
 
 def flash(request: Request, text: str, *, error: bool = False) -> None:

@@ -18,6 +18,7 @@ from modelport.console.deps import require_team
 from modelport.console.key_forms import form_values, key_form_fields
 from modelport.console.templating import console_root, render
 from modelport.errors import InvalidParameters, NotFound
+from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 
 router = APIRouter()
@@ -55,7 +56,8 @@ async def create(request: Request, auth: AuthContext = Depends(require_team)) ->
     if len(name) > MAX_NAME:
         raise InvalidParameters(f"a key name is at most {MAX_NAME} characters", param="name")
     check_grant(auth, check_key_fields(fields))
-    created = await create_key(get_services(request).db, auth.team_id, name=name or None, fields=fields)
+    actor = request_actor(request, "team_console", key_id=auth.key_id)
+    created = await create_key(get_services(request).db, auth.team_id, name=name or None, fields=fields, actor=actor)
     # Rendered, not redirected: the key exists in this response only and is never stored.
     return await _page(request, auth, created=created, status=201)
 
@@ -76,7 +78,7 @@ async def edit(request: Request, key_id: str, auth: AuthContext = Depends(requir
     key = await _team_key(request, auth, key_id)
     fields = await key_form_fields(request)
     check_grant(auth, check_key_fields(fields), key)
-    await update_key(services.db, key.id, fields)
+    await update_key(services.db, key.id, fields, actor=request_actor(request, "team_console", key_id=auth.key_id))
     services.auth.evict_all()  # this process at once; the others within auth_cache_seconds
     return RedirectResponse(f"{console_root(request)}/keys", status_code=303)
 
@@ -85,6 +87,6 @@ async def edit(request: Request, key_id: str, auth: AuthContext = Depends(requir
 async def revoke(request: Request, key_id: str, auth: AuthContext = Depends(require_team)) -> Response:
     services = get_services(request)
     key = await _team_key(request, auth, key_id)
-    await revoke_key(services.db, key.id)
+    await revoke_key(services.db, key.id, actor=request_actor(request, "team_console", key_id=auth.key_id))
     services.auth.evict_all()  # this process at once; the others within auth_cache_seconds
     return RedirectResponse(f"{console_root(request)}/keys", status_code=303)

@@ -11,6 +11,7 @@ from modelport.clock import now_ms
 from modelport.console.deps import require_team
 from modelport.console.templating import render
 from modelport.media.webhooks import secrets as team_secrets
+from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 
 router = APIRouter()
@@ -54,7 +55,8 @@ async def reveal(request: Request, auth: AuthContext = Depends(require_team)) ->
 async def rotate(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
     services = get_services(request)
     grace_ms = services.settings.webhooks.previous_secret_seconds * 1000
+    actor = request_actor(request, "team_console", key_id=auth.key_id)
     rotated = await team_secrets.rotate(
-        services.db, team_secrets.box_of(services), auth.team_id, previous_valid_ms=grace_ms
+        services.db, team_secrets.box_of(services), auth.team_id, previous_valid_ms=grace_ms, actor=actor
     )
     return await _page(request, rotated, shown=rotated.secret, rotated=True)

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
 from modelport.media.webhooks import secrets as team_secrets
+from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 
@@ -44,5 +45,6 @@ async def rotate_secret(request: Request, auth: AuthContext = Depends(media_auth
         team_secrets.box_of(services),
         auth.team_id,
         previous_valid_ms=services.settings.webhooks.previous_secret_seconds * 1000,
+        actor=request_actor(request, "team_key", key_id=auth.key_id),
     )
     return ok(_view(rotated))

@@ -15,6 +15,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.accounts import audit
 from modelport.clock import now_ms
 from modelport.media.webhooks.secret_box import SecretBox, secret_box
 from modelport.services import Services
@@ -63,7 +64,14 @@ async def get_or_create(engine: AsyncEngine, box: SecretBox, team_id: str) -> Te
     raise RuntimeError("webhook secret could not be created")
 
 
-async def rotate(engine: AsyncEngine, box: SecretBox, team_id: str, *, previous_valid_ms: int) -> TeamSecrets:
+async def rotate(
+    engine: AsyncEngine,
+    box: SecretBox,
+    team_id: str,
+    *,
+    previous_valid_ms: int,
+    actor: audit.Actor | None = None,
+) -> TeamSecrets:
     current = await get_or_create(engine, box, team_id)
     now = now_ms()
     fresh = new_secret()
@@ -77,6 +85,10 @@ async def rotate(engine: AsyncEngine, box: SecretBox, team_id: str, *, previous_
                 previous_until_ms=now + previous_valid_ms,
                 created_at_ms=now,
             )
+        )
+        before, after = {"secret": current.secret}, {"secret": fresh}  # masked by audit.record
+        await audit.record(
+            conn, actor, "webhook_secret.rotate", team_id=team_id, target=team_id, before=before, after=after
         )
     return TeamSecrets(fresh, now, current.secret, now + previous_valid_ms)
 
