@@ -36,12 +36,18 @@ async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
 
 
 async def failed_task_with_webhook(engine: AsyncEngine, url: str, give_up_ms: int = 3_600_000) -> tuple[str, str]:
+    """A new funded team with one failed task whose webhook is due: (team id, delivery id)."""
     team = await accounts.create_team(engine, "hooks-" + secrets.token_hex(3), tier="free")
     await topup(engine, team.id, 10_000)
+    return team.id, await failed_task_for_team(engine, team.id, url, give_up_ms)
+
+
+async def failed_task_for_team(engine: AsyncEngine, team_id: str, url: str, give_up_ms: int = 3_600_000) -> str:
+    """One failed task with a webhook for an existing team; its delivery id."""
     now = now_ms()
     task = repo.NewTask(
         id="task_" + secrets.token_hex(16),
-        team_id=team.id,
+        team_id=team_id,
         model_id="local/sketch-image",
         input={"prompt": "x"},
         seed=1,
@@ -50,7 +56,7 @@ async def failed_task_with_webhook(engine: AsyncEngine, url: str, give_up_ms: in
         deadline_ms=now + 60_000,
         created_at_ms=now,
     )
-    await repo.create(engine, task, max_unfinished=5)
+    await repo.create(engine, task, max_unfinished=50)
     event_id = "msg_" + secrets.token_hex(8)
     ended = await repo.finish_failure(
         engine,
@@ -66,7 +72,7 @@ async def failed_task_with_webhook(engine: AsyncEngine, url: str, give_up_ms: in
         ),
     )
     assert ended is not None
-    return team.id, event_id
+    return event_id
 
 
 BOX = secret_box("webhook-sender-test-secret-key")

@@ -5,8 +5,6 @@ sender slots other teams' events need. SQLite outbox, the real fetcher, a real l
 from __future__ import annotations
 
 import asyncio
-import json
-import secrets
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -17,48 +15,19 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms
-from modelport.media.tasks import repository as repo
 from modelport.media.webhooks import outbox
 from modelport.net.retry_after import retry_after_seconds
 from modelport.storage.tables import webhook_deliveries
 from tests.integration.tasks.helpers import WebhookReceiver
-from tests.integration.tasks.test_webhook_sender import deliver_due, failed_task_with_webhook, sender
+from tests.integration.tasks.test_webhook_sender import (
+    deliver_due,
+    failed_task_for_team,
+    failed_task_with_webhook,
+    sender,
+)
 from tests.support.databases import migrated_engine
 
 ODD = ["²", "--5", "-5", "soon", "Mon, 99 Foo 2025 99:99:99 GMT", "1e9999", "٣"]
-
-
-async def another_failed_task(engine: AsyncEngine, team_id: str, url: str) -> str:
-    """One more failed task with a webhook for an existing team; its delivery id."""
-    now = now_ms()
-    task = repo.NewTask(
-        id="task_" + secrets.token_hex(16),
-        team_id=team_id,
-        model_id="local/sketch-image",
-        input={"prompt": "x"},
-        seed=1,
-        price_micros=100,
-        webhook_url=url,
-        deadline_ms=now + 60_000,
-        created_at_ms=now,
-    )
-    await repo.create(engine, task, max_unfinished=50)
-    event_id = "msg_" + secrets.token_hex(8)
-    ended = await repo.finish_failure(
-        engine,
-        task.id,
-        status="failed",
-        code="x",
-        message="boom",
-        outbox=lambda t: repo.OutboxRow(
-            event_id,
-            "task.failed",
-            json.dumps({"type": "task.failed", "data": {"task_id": t.id}}),
-            now_ms() + 3_600_000,
-        ),
-    )
-    assert ended is not None
-    return event_id
 
 
 @pytest.fixture
@@ -123,7 +92,7 @@ async def test_a_slow_team_cannot_hold_every_slot(engine: AsyncEngine) -> None:
         # The slow team's six events are due first (older), then one event of another team.
         slow_team, _first = await failed_task_with_webhook(engine, receiver.url("/slow"))
         for _ in range(5):
-            await another_failed_task(engine, slow_team, receiver.url("/slow"))
+            await failed_task_for_team(engine, slow_team, receiver.url("/slow"))
         _, other_event = await failed_task_with_webhook(engine, receiver.url("/fast"))
         async with engine.begin() as conn:  # the slow team's rows strictly older
             await conn.execute(
