@@ -56,7 +56,7 @@ fi
 echo "==> installed"
 
 if [ "$llama_build" = background ] && ! llama_installed; then
-  mkdir -p "$data_dir"
+  mkdir -p -m 700 "$data_dir"  # private, as serve creates it: it will hold the database and the secret key
   if [ -f "$build_pid" ] && kill -0 "$(cat "$build_pid")" 2>/dev/null; then
     echo "==> llama-cpp-python is still building in the background: tail -f $build_log"
   else
