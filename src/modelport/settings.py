@@ -202,6 +202,8 @@ class TasksSettings(BaseModel):
     lease_seconds: float = Field(default=30.0, ge=1)
     # How often the reconciler looks for tasks to re-queue, take over or time out.
     reconcile_interval_seconds: float = Field(default=2.0, gt=0)
+    # ...and, at most this often, for keys expiring within their team's `key_expiry_days` (`key.expiring`).
+    key_expiry_check_seconds: float = Field(default=60.0, gt=0)
     # A queued task older than this is queued again (idempotent: the task id is the job key).
     requeue_after_seconds: float = Field(default=10.0, ge=0)
     # Runs a task may start (takeovers after crashes included) before it fails and is refunded.
@@ -277,7 +279,7 @@ class RetentionSettings(BaseModel):
     # The retained `input`/`result` payloads are emptied this long after the request (0: kept with the row).
     log_payloads_days: float = Field(default=30.0, ge=0)
     # A finished task whose result has expired is removed this long after it ended, with its webhook
-    # deliveries and attempts (0: kept forever).
+    # deliveries and attempts (0: kept forever); so are ended notification and operator-alert deliveries.
     tasks_days: float = Field(default=30.0, ge=0)
     # Read by the audit log's pruner (the audit table arrives with a later issue).
     audit_days: float = Field(default=400.0, ge=0)

@@ -39,6 +39,7 @@ from modelport.net import SafeFetcher
 from modelport.queue import build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
 from modelport.retention.audit import AuditEvents
+from modelport.retention.deliveries import EventDeliveries
 from modelport.retention.pruner import PRUNER, Pruner
 from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
@@ -88,6 +89,8 @@ def build_services(
         Pruner(db, settings.retention, lock_file=settings.data_dir / "retention.lock", archive_store=files.store),
     )
     pruner.register(AuditEvents(settings.retention.audit_days))
+    retention = settings.retention
+    pruner.register(EventDeliveries(retention.tasks_days, retention.batch_rows, retention.batch_pause_seconds))
     fetcher = services.add(
         FETCHER,
         SafeFetcher(settings.net, own_urls=OwnDownloadUrls(files, public_url), temp_dir=settings.data_dir / "tmp"),

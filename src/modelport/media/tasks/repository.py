@@ -24,7 +24,7 @@ from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.billing import key_budget
+from modelport.billing import key_budget, notify
 from modelport.billing.key_budget import KeyHold
 from modelport.billing.ledger import freeze_in, settle_in
 from modelport.clock import now_ms
@@ -492,6 +492,13 @@ async def _settle_and_notify(
     )
     if task.key_id is not None and task.key_period_ms is not None:  # after the team's row: the lock order
         await key_budget.settle_in(conn, [(task.key_id, task.key_period_ms, task.frozen_micros, cost)])
+    if cost:  # a charge may cross the team's notification thresholds (billing.notify)
+        keys = (
+            []
+            if task.key_id is None or task.key_period_ms is None
+            else [(task.team_id, task.key_id, task.key_period_ms)]
+        )
+        await notify.after_settlement(conn, [task.team_id], keys)
     await _insert_outbox(conn, task, outbox)
     await notify_in(conn, task.id)
 

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+import orjson
+from sqlalchemy import insert, or_, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.clock import now_ms
 from modelport.storage.outbox import SOURCES, Source, enqueue, new_delivery_id, schedule_end_ms
@@ -173,13 +174,41 @@ async def for_task(engine: AsyncEngine, task_id: str) -> list[dict[str, Any]]:
                 .order_by(webhook_deliveries.c.created_at_ms)
             )
         ).all()
-        attempts = (
-            await conn.execute(
-                select(webhook_attempts)
-                .where(webhook_attempts.c.delivery_id.in_([d.id for d in deliveries]))
-                .order_by(webhook_attempts.c.id)
-            )
-        ).all()
+        return await _with_attempts(conn, deliveries)
+
+
+async def for_team(
+    engine: AsyncEngine, team_id: str, source: Source, *, limit: int, before_id: str | None = None
+) -> list[dict[str, Any]]:
+    """A team's deliveries of one source with every attempt, newest first; `before_id` pages back (the
+    deliveries created before that one). Each item also carries its `payload` (the JSON sent)."""
+    d = webhook_deliveries.c
+    query = select(webhook_deliveries).where(d.source == source, d.team_id == team_id)
+    async with engine.connect() as conn:
+        if before_id is not None:
+            anchor = (
+                await conn.execute(
+                    select(d.created_at_ms, d.id).where(d.id == before_id, d.source == source, d.team_id == team_id)
+                )
+            ).first()
+            if anchor is None:
+                return []
+            query = query.where(tuple_(d.created_at_ms, d.id) < tuple_(anchor.created_at_ms, anchor.id))
+        deliveries = (await conn.execute(query.order_by(d.created_at_ms.desc(), d.id.desc()).limit(limit))).all()
+        views = await _with_attempts(conn, deliveries)
+    for view, row in zip(views, deliveries, strict=True):
+        view["payload"] = orjson.loads(row.payload)
+    return views
+
+
+async def _with_attempts(conn: AsyncConnection, deliveries: Sequence[Any]) -> list[dict[str, Any]]:
+    attempts = (
+        await conn.execute(
+            select(webhook_attempts)
+            .where(webhook_attempts.c.delivery_id.in_([d.id for d in deliveries]))
+            .order_by(webhook_attempts.c.id)
+        )
+    ).all()
     by_delivery: dict[str, list[dict[str, Any]]] = {}
     for a in attempts:
         by_delivery.setdefault(a.delivery_id, []).append(
