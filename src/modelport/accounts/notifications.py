@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.accounts import audit
-from modelport.accounts.audit import Actor
+from modelport.accounts.audit import Actor, mask_value
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters
 from modelport.money import MAX_BALANCE_MICROS, MICROS_PER_USD, display_usd, usd_to_micros
@@ -173,6 +174,17 @@ async def store(engine: AsyncEngine, team_id: str, new: NotificationSettings, ac
             "team.notifications",
             team_id=team_id,
             target=team_id,
-            before=None if row is None else before.to_public(),
-            after=new.to_public(),
+            before=None if row is None else _audited(before),
+            after=_audited(new),
         )
+
+
+def _audited(found: NotificationSettings) -> dict[str, Any]:
+    """The settings as the audit log keeps them: the URL's path and query masked, since a receiver's URL is
+    often its credential (a hook URL with a token in it)."""
+    view = found.to_public()
+    if found.url is not None:
+        parts = urlsplit(found.url)
+        rest = found.url[len(f"{parts.scheme}://{parts.netloc}") :]
+        view["url"] = f"{parts.scheme}://{parts.netloc}" + (mask_value(rest) if rest.strip("/") else rest)
+    return view
