@@ -79,7 +79,7 @@ def media_errors(method: str, path: str) -> tuple[int, ...]:
         return (402, 409, 413, 429)
     if path == "/api/v1/tasks/{task_id}/cancel":
         return (409,)
-    if path.startswith("/api/v1/keys") or path == "/api/v1/audit":
+    if path.startswith(("/api/v1/keys", "/api/v1/notifications")) or path == "/api/v1/audit":
         return (403,)
     return ()
 
