@@ -16,7 +16,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
-from modelport.alerts.service import check_operator_url
 from modelport.billing import reservations
 from modelport.billing.settlement import prune_settlement_keys
 from modelport.billing.topups import topup_team
@@ -179,6 +178,10 @@ async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True)
 
 
 async def _check_operator_url(settings: Settings) -> None:
+    if settings.operator_webhook_url is None:
+        return
+    from modelport.alerts.service import check_operator_url  # the fetcher (aiohttp) only when configured
+
     try:
         await check_operator_url(settings)
     except ValueError as exc:

@@ -16,6 +16,8 @@ import base64
 import json
 import secrets
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -45,7 +47,7 @@ from tests.integration.tasks.helpers import (
 from tests.support.catalogs import shipped_with_fake_chat
 from tests.support.databases import postgres_database
 from tests.support.fake_upstream import FakeUpstream, Reply
-from tests.support.server import RunningServer
+from tests.support.server import RunningServer, server_env
 
 OPERATOR_SECRET = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 SECRET_KEY = "operator-alerts-test-secret-key-0123456789"
@@ -263,3 +265,21 @@ def _backlog_and_storage(tmp_path: Path, database_url: str) -> None:
         assert resolved["data"]["queued"] == 0
         state = alert_state(database_url)
         assert state["tasks.backlog"] is False and [v for k, v in state.items() if k.startswith("storage:")] == [True]
+
+
+def test_serve_refuses_an_operator_url_webhooks_could_not_use(tmp_path: Path) -> None:
+    env = server_env(
+        tmp_path,
+        MODELPORT_OPERATOR_WEBHOOK_URL="https://192.168.1.20/hook",
+        MODELPORT_OPERATOR_WEBHOOK_SECRET=OPERATOR_SECRET,
+    )
+    started = subprocess.run(
+        [sys.executable, "-m", "modelport", "serve", "--media-port", "0", "--text-port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode != 0
+    assert "MODELPORT_OPERATOR_WEBHOOK_URL is refused" in started.stderr and "private" in started.stderr
+    assert OPERATOR_SECRET not in started.stderr + started.stdout
