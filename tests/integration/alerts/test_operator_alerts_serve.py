@@ -34,6 +34,7 @@ from tests.integration.tasks.helpers import (
     Received,
     Team,
     WebhookReceiver,
+    admin,
     create,
     free_port,
     make_team,
@@ -206,6 +207,17 @@ def _deployment_down_and_up(tmp_path: Path, database_url: str) -> None:
             and json.loads(row.payload)["data"]["deployment"] == "fake/chat#0"
         )
         assert alert_state(database_url) == {"deployment:fake/chat#0": False}
+
+        # The admin API shows the state and both events with their attempts (the URL without its path).
+        view = admin(servers[1], "GET", "/alerts?limit=10")
+        assert view["enabled"] is True and view["url"] == f"http://{receiver.host}/…"
+        assert [(s["key"], s["alerting"]) for s in view["states"]] == [("deployment:fake/chat#0", False)]
+        shown = [(d["event_type"], d["status"], [a["outcome"] for a in d["attempts"]]) for d in view["deliveries"]]
+        both_attempts = ["failed", "delivered"]
+        assert shown == [("deployment.up", "delivered", both_attempts), ("deployment.down", "delivered", both_attempts)]
+        assert view["deliveries"][1]["payload"]["data"]["deployment"] == "fake/chat#0"
+        assert view["deliveries"][1]["attempts"][0]["status_code"] == 500
+        assert view["states"][0]["webhook_id"] == view["deliveries"][0]["webhook_id"]
 
 
 def test_backlog_and_low_storage_once_then_sent_by_a_worker(tmp_path: Path) -> None:
