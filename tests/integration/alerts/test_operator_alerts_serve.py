@@ -295,3 +295,24 @@ def test_serve_refuses_an_operator_url_webhooks_could_not_use(tmp_path: Path) ->
     assert started.returncode != 0
     assert "MODELPORT_OPERATOR_WEBHOOK_URL is refused" in started.stderr and "private" in started.stderr
     assert OPERATOR_SECRET not in started.stderr + started.stdout
+
+
+def test_low_storage_on_sqlite_once_across_two_workers(tmp_path: Path) -> None:
+    """The embedded default: SQLite and the local file store in the data directory, `serve --workers 2`."""
+    with WebhookReceiver().running() as receiver:
+        env = task_env(
+            receiver,
+            free_port(),
+            MODELPORT_OPERATOR_WEBHOOK_URL=receiver.url(HOOK_PATH),
+            MODELPORT_OPERATOR_WEBHOOK_SECRET=OPERATOR_SECRET,
+            MODELPORT_ALERTS__CHECK_INTERVAL_SECONDS="0.3",
+            MODELPORT_ALERTS__STORAGE_FREE_BYTES=str(2**62),  # more than any disk has free
+            MODELPORT_ALERTS__STORAGE_FREE_PERCENT="0",
+        )
+        with task_server(tmp_path, env, "--workers", "2"):
+            until(lambda: len(delivered(receiver, "storage.low")) == 1, "storage.low delivered")
+            time.sleep(SETTLE_SECONDS)  # both workers keep checking
+            assert len(events(receiver, "storage.low")) == 1 and not events(receiver, "storage.low.resolved")
+            (low,) = delivered(receiver, "storage.low")
+            assert low["data"]["path"] == str(tmp_path.resolve()) and low["data"]["threshold_bytes"] == 2**62
+            assert low["data"]["free_bytes"] < 2**62 and low["data"]["threshold_percent"] == 0
