@@ -464,3 +464,16 @@ notification_marks = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     PrimaryKeyConstraint("key_id", "event", "period_ms", "percent"),
 )
+
+# Operator alerts (alerts/): the last state each alert reported, shared by every process. A change of state
+# is a compare-and-set UPDATE in the transaction that writes its event to the webhook outbox, so two
+# processes seeing the same change send one event (migration 0022).
+operator_alert_state = Table(
+    "operator_alert_state",
+    metadata,
+    # `deployment:<model>#<i>`, `tasks.backlog`, `storage:<host>:<path>`
+    Column("key", String(300), primary_key=True),
+    Column("alerting", Boolean, nullable=False),  # deployment down, backlog over the threshold, storage low
+    Column("changed_at_ms", BigInteger, nullable=False),
+    Column("event_id", String(64), nullable=True),  # the outbox row (`webhook-id`) of the change
+)

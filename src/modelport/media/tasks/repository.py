@@ -565,6 +565,42 @@ async def unfinished_counts(engine: AsyncEngine) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in UNFINISHED}
 
 
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """The queued tasks (waiting for a worker), all teams."""
+
+    queued: int
+    oldest_id: str | None
+    oldest_created_at_ms: int | None
+    older_than_cutoff: int  # queued tasks created before the cutoff asked for (0 without one)
+
+
+async def backlog(engine: AsyncEngine, *, cutoff_ms: int | None = None) -> Backlog:
+    """Counts and the oldest queued task, through `ix_media_tasks_status_created` (its first entry)."""
+    queued = media_tasks.c.status == "queued"
+    async with engine.connect() as conn:
+        oldest = (
+            await conn.execute(
+                select(media_tasks.c.id, media_tasks.c.created_at_ms)
+                .where(queued)
+                .order_by(media_tasks.c.created_at_ms, media_tasks.c.id)
+                .limit(1)
+            )
+        ).first()
+        if oldest is None:
+            return Backlog(0, None, None, 0)
+        count = int(await conn.scalar(select(func.count()).select_from(media_tasks).where(queued)) or 0)
+        older = 0
+        if cutoff_ms is not None and oldest.created_at_ms < cutoff_ms:
+            older = int(
+                await conn.scalar(
+                    select(func.count()).select_from(media_tasks).where(queued, media_tasks.c.created_at_ms < cutoff_ms)
+                )
+                or 0
+            )
+    return Backlog(count, oldest.id, int(oldest.created_at_ms), older)
+
+
 async def needing_a_worker(engine: AsyncEngine, *, queued_before_ms: int, limit: int = 500) -> list[str]:
     """Queued tasks older than `queued_before_ms`, and running tasks whose lease ran out (their worker died)."""
     now = now_ms()

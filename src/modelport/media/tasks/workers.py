@@ -19,7 +19,8 @@ from modelport.media import idempotency
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.webhooks.sender import WebhookSender
-from modelport.metrics import TASKS_UNFINISHED
+from modelport.metrics import TASK_QUEUE_AGE, TASKS_UNFINISHED
+from modelport.metrics import enabled as metrics_enabled
 from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
@@ -65,6 +66,10 @@ class Reconciler:
             await self._queue.enqueue(ids)
         for status, count in (await repo.unfinished_counts(self._engine)).items():
             TASKS_UNFINISHED.labels(status).set(count)
+        if metrics_enabled():  # one more query, only where something serves /metrics
+            waiting = await repo.backlog(self._engine)
+            oldest = waiting.oldest_created_at_ms
+            TASK_QUEUE_AGE.labels().set(0 if oldest is None else max(0, now_ms() - oldest) / 1000)
 
     async def run(self, stop: asyncio.Event) -> None:
         first = True
