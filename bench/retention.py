@@ -143,7 +143,7 @@ async def load(target: _load.Target, concurrency: int, seconds: float) -> _load.
 
 async def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="mp-bench-retention-"))
-    (work / "data").mkdir()
+    (work / "data").mkdir(mode=0o700)
     pg_name = None
     if args.backend == "postgres":
         pg_name = "mp_bench_retention_" + secrets.token_hex(4)
