@@ -2,13 +2,15 @@
 
     .venv/bin/python bench/retention.py --backend postgres [--rows 10000000]
     .venv/bin/python bench/retention.py --backend sqlite [--rows 2000000]
-        [--days 120] [--window-days 90] [--payload-days 30] [--seconds 10] [--concurrency 16] [--keep]
+        [--days 120] [--window-days 90] [--payload-days 30] [--seconds 10] [--concurrency 16]
+        [--load chat|logs] [--keep]
 
 Fills `request_logs` server-side (PostgreSQL generate_series, SQLite a recursive CTE; on PostgreSQL into the
 day partitions of migration 0020, created first as the pruner would have) with `--rows` rows of
 four teams spread evenly over the last `--days` days (half with small retained payloads, 200 end users) and their
 hourly counts, then starts `modelport serve` on that database (its own pruner idle) with the benchmark's
-fake upstream and measures Chat Completions through it (closed loop, `--concurrency` clients):
+fake upstream and measures Chat Completions through it (`--load logs`: GET /v1/logs of a filled team's last
+day instead; closed loop, `--concurrency` clients):
 - `baseline`: `--seconds` of load, nothing else;
 - `pruning`: the same load while this process runs one pruning run of the real pruner
   (`modelport.retention.pruner.Pruner.run_once`, windows `--window-days` and `--payload-days`), for as long
@@ -167,14 +169,27 @@ async def run(args: argparse.Namespace) -> None:
         upstream = _procs.start_fake_upstream(delay_ms=20, chunks=1)
         idle = {"MODELPORT_RETENTION__REQUEST_LOGS_DAYS": "0", "MODELPORT_RETENTION__LOG_PAYLOADS_DAYS": "0"}
         gateway = _procs.start_gateway(work / "data", upstream.url, workers=1, database_url=url, extra_env=idle)
-        body = {"model": "bench/fast", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
-        target = _load.Target(
-            gateway.url + "/v1/chat/completions",
-            {"content-type": "application/json", "authorization": f"Bearer {gateway.extra['key']}"},
-            json.dumps(body).encode(),
-            False,
-            lambda payload: b'"choices"' in payload,
-        )
+        if args.load == "logs":
+            # GET /v1/logs of a filled team: its last day, the first page (reads the partitions pruning locks).
+            key = (await accounts.create_key(engine, team_ids[0])).key
+            now = int(time.time())
+            target = _load.Target(
+                f"{gateway.url}/v1/logs?start_time={now - 86_400}&end_time={now}&page_size=20",
+                {"authorization": f"Bearer {key}"},
+                b"",
+                False,
+                lambda payload: b'"requests"' in payload,
+                method="GET",
+            )
+        else:
+            body = {"model": "bench/fast", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
+            target = _load.Target(
+                gateway.url + "/v1/chat/completions",
+                {"content-type": "application/json", "authorization": f"Bearer {gateway.extra['key']}"},
+                json.dumps(body).encode(),
+                False,
+                lambda payload: b'"choices"' in payload,
+            )
         baseline = await load(target, args.concurrency, args.seconds)
         settings = RetentionSettings(
             request_logs_days=args.window_days, log_payloads_days=args.payload_days, batch_rows=args.batch_rows
@@ -212,7 +227,8 @@ async def run(args: argparse.Namespace) -> None:
             f"{(after or 0) / 2**20:.0f} MiB after ({rows_after:,} log rows, those served during the bench included)"
         )
         print(
-            f"serving c={args.concurrency}: baseline p50 {pct(baseline.latencies, 0.5):.1f} ms p99 {p99_base:.1f} ms "
+            f"serving {args.load} c={args.concurrency}: baseline p50 {pct(baseline.latencies, 0.5):.1f} ms "
+            f"p99 {p99_base:.1f} ms "
             f"({baseline.count} requests, {baseline.errors} errors); during pruning p50 "
             f"{pct(during.latencies, 0.5):.1f} ms p99 {p99_during:.1f} ms ({during.count} requests, "
             f"{during.errors} errors); p99 ratio {p99_during / p99_base:.2f} (target <= 1.2)"
@@ -240,6 +256,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--batch-rows", type=int, default=RetentionSettings().batch_rows)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--load", choices=("chat", "logs"), default="chat", help="Chat Completions, or GET /v1/logs of a filled team"
+    )
     parser.add_argument("--postgres-url", default=DEFAULT_PG)
     parser.add_argument("--keep", action="store_true", help="keep the database and data directory")
     args = parser.parse_args()
