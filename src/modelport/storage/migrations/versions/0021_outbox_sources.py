@@ -1,7 +1,7 @@
 """webhook outbox for every event; team notifications: team_notifications, notification_marks
 
 Revision ID: 0021
-Revises: 0019 (re-pointed to 0020 when merged after it)
+Revises: 0020
 Create Date: 2026-11-26 01:30:00
 
 The outbox carries events that report no task: team notifications (`source = 'notification'`, a team,
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0021"
-down_revision = "0019"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 
