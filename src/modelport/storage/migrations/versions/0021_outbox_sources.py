@@ -14,6 +14,9 @@ event once per crossing. `notification_marks`: one row per key event sent (its p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -21,6 +24,21 @@ revision = "0021"
 down_revision = "0020"
 branch_labels = None
 depends_on = None
+
+
+@contextmanager
+def _attempts_set_aside() -> Iterator[None]:
+    # SQLite rebuilds webhook_deliveries to change a column's nullability, and the rebuild drops the table
+    # webhook_attempts rows point at: a foreign-key violation even when deferred (SQLite's deferred counter
+    # is not undone by renaming the rebuilt table into place). The attempts wait in a temporary table.
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    if sqlite:
+        op.execute("CREATE TEMP TABLE _attempts_0021 AS SELECT * FROM webhook_attempts")
+        op.execute("DELETE FROM webhook_attempts")
+    yield
+    if sqlite:
+        op.execute("INSERT INTO webhook_attempts SELECT * FROM _attempts_0021")
+        op.execute("DROP TABLE _attempts_0021")
 
 
 def upgrade() -> None:
@@ -45,7 +63,7 @@ def upgrade() -> None:
         sa.Column("created_at_ms", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("key_id", "event", "period_ms", "percent", name=op.f("pk_notification_marks")),
     )
-    with op.batch_alter_table("webhook_deliveries") as batch:
+    with _attempts_set_aside(), op.batch_alter_table("webhook_deliveries") as batch:
         batch.add_column(sa.Column("source", sa.String(length=16), nullable=False, server_default="task"))
         batch.alter_column("task_id", existing_type=sa.String(length=64), nullable=True)
         batch.alter_column("team_id", existing_type=sa.String(length=40), nullable=True)
@@ -63,7 +81,7 @@ def downgrade() -> None:
         "DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE source <> 'task')"
     )
     op.execute("DELETE FROM webhook_deliveries WHERE source <> 'task'")
-    with op.batch_alter_table("webhook_deliveries") as batch:
+    with _attempts_set_aside(), op.batch_alter_table("webhook_deliveries") as batch:
         batch.alter_column("team_id", existing_type=sa.String(length=40), nullable=False)
         batch.alter_column("task_id", existing_type=sa.String(length=64), nullable=False)
         batch.drop_column("source")
