@@ -82,12 +82,15 @@ def test_the_serving_process_gives_render_memory_back(server: RunningServer, tea
     assert seen_children, "the images were not rendered in a render process"
     # The images rendered elsewhere: the serving process itself never grew by a render's worth.
     assert serving_peak <= SERVING_RSS_MIB, serving_peak
+
     # One idle second later the render process exits (a loaded machine: give it a minute).
+    def remaining() -> list[int]:  # still running, or exited and not yet reaped (a zombie)
+        return render_processes(pid) + [child for child in seen_children if Path(f"/proc/{child}").exists()]
+
     deadline = time.monotonic() + 60
-    while render_processes(pid) and time.monotonic() < deadline:
+    while remaining() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not render_processes(pid), "the render process did not exit after idling"
-    assert not [child for child in seen_children if Path(f"/proc/{child}").exists()]  # reaped, not a zombie
+    assert not remaining(), "the render process did not exit (and get reaped) after idling"
     assert rss_mib(pid) <= SERVING_RSS_MIB, rss_mib(pid)
     # ...and the next render starts a new render process.
     again = create(server, team, {**body, "n": 1}).json()["data"]["task_id"]
