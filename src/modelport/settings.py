@@ -196,9 +196,12 @@ class TasksSettings(BaseModel):
     run_workers: bool = True
     # Tasks one worker process runs at once (each renders in a thread of the render pool).
     worker_concurrency: int = Field(default=2, ge=1, le=64)
-    # Threads of the process's render pool: embedded models' renders (image, video, speech) run there, off
-    # the event loop, so both hosts keep answering while a video renders. More renders than this wait.
+    # Threads of the process's render process: embedded models' renders (image, video, speech) run there,
+    # off the serving process, so both hosts keep answering while a video renders. More renders than this wait.
     render_threads: int = Field(default=2, ge=1, le=64)
+    # The render process exits after idling this long, returning the memory renders leave behind (hundreds
+    # of MB); the next render starts a new one (about a second more before it starts rendering).
+    render_idle_seconds: float = Field(default=60.0, gt=0)
     # A running task's lease; the worker renews it every third of it. Past it, another worker takes over.
     lease_seconds: float = Field(default=30.0, ge=1)
     # How often the reconciler looks for tasks to re-queue, take over or time out.

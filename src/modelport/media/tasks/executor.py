@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import secrets
 import socket
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -27,16 +25,9 @@ from modelport.media.files.storage import FileStore
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.inputs import InputUnavailable, read_input
 from modelport.media.tasks.live import TaskChanges
-from modelport.media.tasks.models import (
-    InputError,
-    RenderControl,
-    RenderedFile,
-    RenderStopped,
-    TaskModel,
-    load_runner,
-    run_controlled,
-)
+from modelport.media.tasks.models import RenderControl, RenderedFile, RenderStopped, Runner, spec
 from modelport.media.tasks.pricing import price_micros
+from modelport.media.tasks.render.host import RenderFailed, RenderHost, RenderRefused
 from modelport.media.tasks.repository import OutboxRow, StoredFile, TaskRow
 from modelport.media.tasks.upstream.client import UpstreamFailed
 from modelport.media.tasks.upstream.runner import UpstreamMedia
@@ -70,25 +61,18 @@ class TaskExecutor:
         self._on_terminal = on_terminal
         # Names this process in `claimed_by` (which worker ran a task: logs, scale-out checks).
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-        # Renders run here, not in asyncio's default executor, which file I/O and DNS share (a long video
-        # must not starve them). Threads, not processes: see docs/architecture.md, Media tasks.
-        self._pool: ThreadPoolExecutor | None = None
+        # Embedded models render in a child process that exits after idling, so the memory a render
+        # leaves behind goes back to the system (see render/host.py).
+        self.renders = RenderHost(threads=settings.render_threads, idle_seconds=settings.render_idle_seconds)
         # Tasks of hosted media providers (catalog entries with `upstream`).
         self._upstream = UpstreamMedia(
             engine=engine, fetcher=fetcher, store=store, lease_seconds=settings.lease_seconds
         )
 
-    def _render_pool(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._settings.render_threads, thread_name_prefix="modelport-render")
-        return self._pool
-
     async def aclose(self) -> None:
-        """Stop taking renders (one still running finishes in its thread, its output dropped); close the
-        providers' connections."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """Stop the render process (a render still running is dropped; its task runs again once its lease
+        runs out); close the providers' connections."""
+        await self.renders.aclose()
         await self._upstream.aclose()
 
     @property
@@ -234,10 +218,10 @@ class TaskExecutor:
             outputs = await self._upstream_outputs(model, task, lost, control)
             default_units = upstream_units(model, task.input)
         else:
-            task_model = await load_runner(model.runner) if model is not None else None
-            if model is None or task_model is None:
+            task_model = spec(model.runner) if model is not None else None
+            if model is None or model.runner is None or task_model is None:
                 raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
-            outputs = await self._render(task_model, task, lost, control)
+            outputs = await self._render(model.runner, task_model, task, lost, control)
             default_units = task_model.units(task.input)
         if lost.is_set():
             raise _LeaseLost()
@@ -259,7 +243,7 @@ class TaskExecutor:
         return files, cost, metadata
 
     async def _render(
-        self, task_model: TaskModel, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, name: str, task_model: Runner, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
         inputs: dict[str, bytes] = {}
         for field in task_model.url_fields:
@@ -271,26 +255,29 @@ class TaskExecutor:
                     )
                 except InputUnavailable as exc:
                     raise _TaskError("input_unavailable", exc.message) from exc
-        loop = asyncio.get_running_loop()
-        work = functools.partial(task_model.render, task.input, task.seed, inputs)
-        render = asyncio.create_task(_awaited(loop.run_in_executor(self._render_pool(), run_controlled, control, work)))
+        render = asyncio.create_task(self.renders.render(name, task.input, task.seed, inputs, control))
         render.add_done_callback(_retrieve)
         watch = asyncio.create_task(lost.wait())
         try:
             await asyncio.wait({render, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             watch.cancel()
-        if not render.done() or lost.is_set():
-            # The model sees the stop at its next progress report (between frames, sentences, images) and
-            # its thread ends there; the output of a render that finished anyway is dropped.
+            if not render.done():
+                # Cancelling the call tells the render process to stop it: the model sees the stop at its
+                # next progress report (between frames, sentences, images).
+                render.cancel()
+        if not render.done() or render.cancelled() or lost.is_set():
             control.stop.set()
             raise _LeaseLost()
         try:
             outputs = render.result()
         except RenderStopped as exc:
             raise _LeaseLost() from exc
-        except InputError as exc:
+        except RenderRefused as exc:
             raise _TaskError("invalid_input", str(exc)) from exc
+        except RenderFailed as exc:
+            log.error("task %s run %d: the model failed: %s", task.id, task.attempts, exc.detail)
+            raise _TaskError("internal_error", f"the model failed: {exc.kind}") from exc
         return outputs
 
     async def _upstream_outputs(
@@ -415,12 +402,8 @@ class TaskExecutor:
                 log.exception("task %s: progress watch failed; retrying", task.id)
 
 
-async def _awaited(future: asyncio.Future[list[RenderedFile]]) -> list[RenderedFile]:
-    return await future
-
-
 def _retrieve(render: asyncio.Task[list[RenderedFile]]) -> None:
-    """A render abandoned on a stop ends with `RenderStopped`: nobody awaits it, so mark it seen."""
+    """A render abandoned on a stop may end with an exception nobody awaits: mark it seen."""
     if not render.cancelled():
         render.exception()
 

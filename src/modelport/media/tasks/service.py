@@ -32,7 +32,7 @@ from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.inputs import check_input_url
 from modelport.media.tasks.live import TaskChanges
-from modelport.media.tasks.models import load_runner
+from modelport.media.tasks.models import spec
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import ListFilter, OutboxRow, TaskRow
 from modelport.media.tasks.upstream import runner as upstream
@@ -149,11 +149,7 @@ class TaskService:
     async def model(self, slug: str) -> MediaModel:
         snapshot = await self.catalog.get()
         for model in snapshot.media:
-            if (
-                model.slug == slug
-                and model.active
-                and (model.upstream is not None or (await load_runner(model.runner)) is not None)
-            ):
+            if model.slug == slug and model.active and (model.upstream is not None or spec(model.runner) is not None):
                 return model
         raise NotFound(f"model {slug!r} does not exist")
 
@@ -225,7 +221,7 @@ class TaskService:
             await upstream.check_inputs(self.engine, self.fetcher, team_id, model.upstream, params)
             units = upstream.units(model, params)
         else:
-            task_model = await load_runner(model.runner)
+            task_model = spec(model.runner)
             assert task_model is not None
             for field in task_model.url_fields:
                 if field in params:

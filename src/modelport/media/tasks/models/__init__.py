@@ -1,14 +1,18 @@
 """Embedded media models that run tasks on this machine, by the catalog entry's `runner` name.
 
-Each model's module (numpy, Pillow, PyAV, onnxruntime: tens of MB resident) is imported the first time
-a task names it, not when a serving process starts: most processes never run a media task.
+What the serving process needs of a model (the input fields that carry media URLs, the billing units a
+request asks for) is declared here, without importing it. The model's own module (numpy, Pillow, PyAV,
+onnxruntime: hundreds of MB once it has rendered) is imported only in the render process
+(`media/tasks/render/child.py`), which renders and then exits after idling, handing its memory back.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from modelport.media.tasks.models.base import (
     InputError,
@@ -20,46 +24,79 @@ from modelport.media.tasks.models.base import (
     run_controlled,
 )
 
-_RUNNERS: dict[str, tuple[str, str]] = {
-    "sketch": ("modelport.media.tasks.models.sketch", "SketchImage"),
-    "style-transfer": ("modelport.media.tasks.models.style", "StyleTransfer"),
-    "slideshow": ("modelport.media.tasks.models.slideshow", "SlideshowVideo"),
-    "piper-speech": ("modelport.media.tasks.models.speech", "PiperSpeech"),
-    "style-video": ("modelport.media.tasks.models.style_video", "StyleVideo"),
+# `local/slideshow-video`'s length when the request names none; `local/style-video`'s longest input.
+SLIDESHOW_DEFAULT_SECONDS = 4
+STYLE_VIDEO_MAX_SECONDS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Runner:
+    """One embedded model as the serving process sees it."""
+
+    module: str
+    cls: str
+    # Input fields that carry a media URL (our download URL, an https URL or `asset://<id>`): checked at
+    # creation, fetched by the worker before the render, which gets their bytes in `inputs`.
+    url_fields: tuple[str, ...]
+    # How many billing units (`price_unit`) the request asks for (at most), frozen at creation.
+    units: Callable[[dict[str, Any]], int]
+
+
+RUNNERS: dict[str, Runner] = {
+    "sketch": Runner("modelport.media.tasks.models.sketch", "SketchImage", (), lambda p: int(p.get("n", 1))),
+    "style-transfer": Runner("modelport.media.tasks.models.style", "StyleTransfer", ("image_url",), lambda p: 1),
+    "slideshow": Runner(
+        "modelport.media.tasks.models.slideshow",
+        "SlideshowVideo",
+        ("image_url",),
+        lambda p: int(p.get("duration", SLIDESHOW_DEFAULT_SECONDS)),  # priced per second of video
+    ),
+    "piper-speech": Runner(
+        "modelport.media.tasks.models.speech",
+        "PiperSpeech",
+        (),
+        lambda p: len(str(p["text"])),  # characters (the catalog prices them per 1,000)
+    ),
+    "style-video": Runner(
+        "modelport.media.tasks.models.style_video",
+        "StyleVideo",
+        ("video_url",),
+        lambda p: STYLE_VIDEO_MAX_SECONDS,  # the most a task can cost; charged by the seconds it rendered
+    ),
 }
 _loaded: dict[str, TaskModel] = {}
-_lock = threading.Lock()  # the executor calls this from worker threads as well as the event loop
+_lock = threading.Lock()  # renders call this from several threads
 
 
-async def load_runner(name: str | None) -> TaskModel | None:
-    """`runner`, with the model's first import done in a thread: it takes seconds on a busy machine, and
-    the event loop keeps serving (and renewing task leases) meanwhile."""
-    if not name or name in _loaded or name not in _RUNNERS:
-        return runner(name)
-    return await asyncio.to_thread(runner, name)
+def spec(name: str | None) -> Runner | None:
+    """The model named by a catalog entry's `runner`; None when this version has none by that name."""
+    return RUNNERS.get(name) if name else None
 
 
 def runner(name: str | None) -> TaskModel | None:
-    if not name or name not in _RUNNERS:
+    """The model itself, its module imported on first use (in the render process)."""
+    found = spec(name)
+    if name is None or found is None:
         return None
     model = _loaded.get(name)
     if model is None:
         with _lock:
             model = _loaded.get(name)
             if model is None:
-                module, cls = _RUNNERS[name]
-                model = _loaded[name] = getattr(importlib.import_module(module), cls)()
+                model = _loaded[name] = getattr(importlib.import_module(found.module), found.cls)()
     return model
 
 
 __all__ = [
+    "RUNNERS",
     "InputError",
     "RenderControl",
     "RenderStopped",
     "RenderedFile",
+    "Runner",
     "TaskModel",
-    "load_runner",
     "report_progress",
     "run_controlled",
     "runner",
+    "spec",
 ]

@@ -6,7 +6,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -32,13 +32,7 @@ class InputError(Exception):
 
 
 class TaskModel(Protocol):
-    # Input fields that carry a media URL (our download URL, an https URL or `asset://<id>`): checked at
-    # creation, fetched by the worker before `render`, which gets their bytes in `inputs`.
-    url_fields: ClassVar[tuple[str, ...]]
-
-    def units(self, params: dict[str, Any]) -> int:
-        """How many billing units (`price_unit`) the request asks for (at most), frozen at creation."""
-        ...
+    """The render; the model's URL fields and billing units are declared in `models.RUNNERS`."""
 
     def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
         """Produce the result files. Blocking and CPU-bound: callers run it in a worker thread."""
@@ -56,13 +50,14 @@ class RenderStopped(Exception):
 
 
 class RenderControl:
-    """Shared between a render thread and the event loop: the progress the model reports (read by the
-    loop, which writes it to the row at most every `tasks.progress_interval_seconds`), and the stop flag
-    the model sees at its next report."""
+    """One render's progress and stop flag. In the serving process the event loop reads the fraction
+    (written to the row at most every `tasks.progress_interval_seconds`) and sets the flag; the render
+    process (`render_child`) keeps its own per render, and `on_progress` sends each change back."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_progress: Callable[[float], None] | None = None) -> None:
         self.fraction: float | None = None
         self.stop = threading.Event()
+        self.on_progress = on_progress
 
 
 _current = threading.local()
@@ -78,6 +73,8 @@ def report_progress(done: float, total: float) -> None:
         raise RenderStopped()
     if total > 0:
         control.fraction = min(1.0, max(0.0, done / total))
+        if control.on_progress is not None:
+            control.on_progress(control.fraction)
 
 
 def run_controlled(control: RenderControl, work: Callable[[], T]) -> T:

@@ -13,7 +13,7 @@ import hashlib
 import io
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageOps
@@ -32,11 +32,6 @@ def _palette(prompt: str) -> list[tuple[int, int, int]]:
 
 
 class SketchImage:
-    url_fields: ClassVar[tuple[str, ...]] = ()
-
-    def units(self, params: dict[str, Any]) -> int:
-        return int(params.get("n", 1))
-
     def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
         width = int(params.get("width", DEFAULT_SIZE))
         height = int(params.get("height", DEFAULT_SIZE))

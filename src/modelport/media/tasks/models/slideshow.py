@@ -13,26 +13,23 @@ import tempfile
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import av
 import numpy as np
 from PIL import Image
 
+from modelport.media.tasks.models import SLIDESHOW_DEFAULT_SECONDS
 from modelport.media.tasks.models.base import InputError, RenderedFile, derive_seed, report_progress
 from modelport.media.tasks.models.sketch import SketchImage
 from modelport.media.tasks.models.style import decode_image
 
-DEFAULT_WIDTH, DEFAULT_HEIGHT, DEFAULT_FPS, DEFAULT_SECONDS = 512, 288, 24, 4
+DEFAULT_WIDTH, DEFAULT_HEIGHT, DEFAULT_FPS = 512, 288, 24
+DEFAULT_SECONDS = SLIDESHOW_DEFAULT_SECONDS  # declared with the model's billing units
 ZOOM = 0.25  # the last frame shows 1 / (1 + ZOOM) of the still's width and height
 
 
 class SlideshowVideo:
-    url_fields: ClassVar[tuple[str, ...]] = ("image_url",)
-
-    def units(self, params: dict[str, Any]) -> int:
-        return int(params.get("duration", DEFAULT_SECONDS))  # priced per second of video
-
     def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
         width = int(params.get("width", DEFAULT_WIDTH))
         height = int(params.get("height", DEFAULT_HEIGHT))

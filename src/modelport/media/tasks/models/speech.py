@@ -18,7 +18,7 @@ import re
 import threading
 import wave
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import av
 import numpy as np
@@ -102,11 +102,6 @@ def encode_mp3(samples: np.ndarray[Any, np.dtype[np.int16]], rate: int) -> bytes
 
 
 class PiperSpeech:
-    url_fields: ClassVar[tuple[str, ...]] = ()
-
-    def units(self, params: dict[str, Any]) -> int:
-        return len(str(params["text"]))  # characters (the catalog prices them per 1,000)
-
     def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
         text = str(params["text"])
         speed = float(params.get("speed", DEFAULT_SPEED))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
@@ -39,11 +39,6 @@ def decode_image(data: bytes, field: str) -> Image.Image:
 
 
 class StyleTransfer:
-    url_fields: ClassVar[tuple[str, ...]] = ("image_url",)
-
-    def units(self, params: dict[str, Any]) -> int:
-        return 1
-
     def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
         image = decode_image(inputs["image_url"], "image_url")
         style = int(params.get("style", 0))

@@ -22,17 +22,17 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import av
 import numpy as np
 from PIL import Image
 
 from modelport.media.assets.probe import VIDEO_MAX_PIXELS
-from modelport.media.tasks.models import network
+from modelport.media.tasks.models import STYLE_VIDEO_MAX_SECONDS, network
 from modelport.media.tasks.models.base import InputError, RenderedFile, report_progress
 
-MAX_SECONDS = 10
+MAX_SECONDS = STYLE_VIDEO_MAX_SECONDS  # declared with the model's billing units
 MAX_FRAMES = 300
 MAX_SIDE = 512
 MAX_INPUT_SIDE = 6000  # the video assets' bound, as is VIDEO_MAX_PIXELS
@@ -45,11 +45,6 @@ def output_size(width: int, height: int) -> tuple[int, int]:
 
 
 class StyleVideo:
-    url_fields: ClassVar[tuple[str, ...]] = ("video_url",)
-
-    def units(self, params: dict[str, Any]) -> int:
-        return MAX_SECONDS  # the most a task can cost; charged by the seconds it rendered
-
     def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
         style = int(params.get("style", 0))
         with _temp_file(".in", inputs["video_url"]) as source, _temp_file(".mp4", b"") as target:
