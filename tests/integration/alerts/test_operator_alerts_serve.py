@@ -19,8 +19,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +41,13 @@ from tests.integration.tasks.helpers import (
     migrate,
     start_worker,
     task_env,
-    task_server,
     wait_ended,
     wait_for,
 )
 from tests.support.catalogs import shipped_with_fake_chat
 from tests.support.databases import postgres_database
 from tests.support.fake_upstream import FakeUpstream, Reply
-from tests.support.server import RunningServer, server_env
+from tests.support.server import RunningServer, run_server, server_env
 
 OPERATOR_SECRET = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 SECRET_KEY = "operator-alerts-test-secret-key-0123456789"
@@ -121,6 +120,14 @@ def alert_env(receiver: WebhookReceiver, database_url: str, **extra: str) -> dic
     )
 
 
+@contextmanager
+def alert_server(data_dir: Path, env: dict[str, str], *args: str) -> Iterator[RunningServer]:
+    """`serve` on the env's public port, with a start-up deadline for a loaded machine."""
+    port = env["MODELPORT_PUBLIC_MEDIA_URL"].rsplit(":", 1)[1]
+    with run_server(data_dir, "--media-port", port, *args, env=env, startup_timeout=240) as running:
+        yield running
+
+
 def chat(server: RunningServer, team: Team) -> httpx.Response:
     return httpx.post(
         f"{server.text_url}/v1/chat/completions",
@@ -171,10 +178,10 @@ def _deployment_down_and_up(tmp_path: Path, database_url: str) -> None:
             "MODELPORT_ALERTS__STORAGE_FREE_PERCENT": "0",
         }
         envs = [alert_env(receiver, database_url, **shared) for _ in range(2)]
-        migrate(tmp_path / "a", envs[0])
-        servers = [stack.enter_context(task_server(tmp_path / name, env)) for name, env in zip("ab", envs, strict=True)]
+        migrate(tmp_path / "s0", envs[0])
+        servers = [stack.enter_context(alert_server(tmp_path / f"s{i}", env)) for i, env in enumerate(envs)]
 
-        # Both processes see the failures and take the deployment out of rotation (503: no deployment left).
+        # Both processes see the failures and take the deployment out of rotation (no deployment left to try).
         team = make_team(servers[0], "chatty", topup_usd="10")
         for server in servers:
             cool_down(server, team)
@@ -240,7 +247,7 @@ def _backlog_and_storage(tmp_path: Path, database_url: str) -> None:
         envs = [alert_env(receiver, database_url, **shared) for _ in range(2)]
         data_dir = tmp_path / "data"  # one data directory (one disk, one storage alert) for every process
         migrate(data_dir, envs[0])
-        servers = [stack.enter_context(task_server(data_dir, env, "--no-workers")) for env in envs]
+        servers = [stack.enter_context(alert_server(data_dir, env, "--no-workers")) for env in envs]
 
         until(lambda: len(outbox_rows(database_url, "storage.low")) == 1, "storage.low in the outbox")
         team = make_team(servers[0], "backlog", topup_usd="1")
@@ -309,7 +316,7 @@ def test_low_storage_on_sqlite_once_across_two_workers(tmp_path: Path) -> None:
             MODELPORT_ALERTS__STORAGE_FREE_BYTES=str(2**62),  # more than any disk has free
             MODELPORT_ALERTS__STORAGE_FREE_PERCENT="0",
         )
-        with task_server(tmp_path, env, "--workers", "2"):
+        with alert_server(tmp_path, env, "--workers", "2"):
             until(lambda: len(delivered(receiver, "storage.low")) == 1, "storage.low delivered")
             time.sleep(SETTLE_SECONDS)  # both workers keep checking
             assert len(events(receiver, "storage.low")) == 1 and not events(receiver, "storage.low.resolved")
