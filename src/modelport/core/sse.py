@@ -1,4 +1,4 @@
-"""Server-sent events: an incremental parser and a frame formatter (WHATWG SSE rules).
+"""Server-sent events: an incremental parser and the one frame writer (WHATWG SSE rules).
 
 The parser takes raw bytes in arbitrary chunks and yields `SSEEvent`s. It handles ``\\r\\n``, ``\\r``
 and ``\\n`` line ends (also split across chunks), multi-line ``data:``, comments (``:`` lines), a BOM,
@@ -112,3 +112,12 @@ def format_sse(data: str, event: str | None = None) -> bytes:
     lines = [f"event: {event}"] if event else []
     lines.extend(f"data: {line}" for line in data.split("\n"))
     return ("\n".join(lines) + "\n\n").encode()
+
+
+def sse_frame(event: str | None, data: str | bytes) -> bytes:
+    """One SSE frame: an optional ``event:`` line and one ``data:`` line (`data` must hold no line break:
+    JSON as orjson or json.dumps writes it)."""
+    payload = data if isinstance(data, bytes) else data.encode()
+    if event:
+        return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
+    return b"data: " + payload + b"\n\n"

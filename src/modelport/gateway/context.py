@@ -7,7 +7,7 @@ from typing import Any
 
 from modelport.accounts.auth import AuthContext
 from modelport.catalog_spec import TextModel
-from modelport.core.codec import ProtocolCodec, ProtocolName
+from modelport.core.codec import ProtocolCodec
 from modelport.core.messages import CanonicalRequest
 from modelport.core.usage import Usage
 from modelport.errors import ServiceError
@@ -18,9 +18,8 @@ CLIENT_GONE = "client disconnected"
 @dataclass(slots=True)
 class RequestContext:
     request_id: str
-    endpoint: str  # chat.completions | responses | messages
-    protocol: ProtocolName  # the client's wire protocol
-    codec: ProtocolCodec
+    endpoint: str  # the request log's name of the route (`ClientRoute.endpoint`)
+    codec: ProtocolCodec  # the client's wire protocol
     auth: AuthContext
     body: dict[str, Any]
     canonical: CanonicalRequest
@@ -60,8 +59,10 @@ class Outcome:
     http_status: int = 200
     usage: Usage | None = None
     error: str | None = None
-    # Text produced so far (characters), to estimate output when a stream is abandoned without usage.
+    # Output relayed so far, to estimate output when a stream is abandoned without usage: characters of
+    # translated output, and fast-path events relayed (each counted as about one token).
     produced_chars: int = 0
+    relayed_events: int = 0
     result: Any = None
     deployment: str | None = None
     fast: bool = True

@@ -20,7 +20,7 @@ from modelport.accounts.auth import AuthContext
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import TextModel
 from modelport.clock import now_ms
-from modelport.core.codec import ProtocolName
+from modelport.core.codec import ProtocolCodec
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, ServiceError
 from modelport.gateway.accounting import Accounting
@@ -33,7 +33,7 @@ from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
-from modelport.protocols import CODECS, get_codec
+from modelport.protocols import CODECS
 from modelport.services import ServiceKey
 from modelport.tracing import TRACEPARENT, TRACESTATE
 from modelport.upstreams.transport import UpstreamReply
@@ -100,18 +100,18 @@ class TextGateway:
             )
         return model
 
-    async def handle(self, request: Request, endpoint: str, protocol: ProtocolName) -> BodyAnswer | StreamAnswer:
+    async def handle(self, request: Request, codec: ProtocolCodec) -> BodyAnswer | StreamAnswer:
         arrived = time.perf_counter()
         auth = await text_auth(request)
         started_ms = now_ms()
         body: dict[str, Any] | None = None
         try:
             body, raw = await read_json_body_raw(request)
-            ctx = await self._context(request, endpoint, protocol, auth, body, started_ms)
+            ctx = await self._context(request, codec, auth, body, started_ms)
             ctx.raw_body = raw
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
-            self.accounting.refuse(Refusal(request.state.request_id, auth, endpoint, body, started_ms, exc))
+            self.accounting.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))
             raise
         ctx.arrived = arrived
         return await self._run(request, ctx)
@@ -119,21 +119,18 @@ class TextGateway:
     async def _context(
         self,
         request: Request,
-        endpoint: str,
-        protocol: ProtocolName,
+        codec: ProtocolCodec,
         auth: AuthContext,
         body: dict[str, Any],
         started_ms: int,
     ) -> RequestContext:
         user_id = svc_user_id(request.headers)
         session = session_id(request.headers)
-        codec = get_codec(protocol)
         canonical = codec.decode_request(body, request.headers)
         model = await self.resolve_model(canonical.model, auth)
         return RequestContext(
             request_id=request.state.request_id,
-            endpoint=endpoint,
-            protocol=protocol,
+            endpoint=codec.route.endpoint,
             codec=codec,
             auth=auth,
             body=body,

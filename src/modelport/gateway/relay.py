@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from modelport.core.accumulate import StreamAccumulator
+from modelport.core.codec import ProtocolCodec
 from modelport.core.events import (
     ReasoningDelta,
     RefusalDelta,
@@ -27,7 +28,7 @@ from modelport.core.events import (
 )
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.core.response import CanonicalResponse
-from modelport.core.sse import SSEParser
+from modelport.core.sse import SSEParser, sse_frame
 from modelport.errors import UpstreamError
 from modelport.gateway.context import Outcome, RequestContext
 from modelport.gateway.model_name import ModelNamer
@@ -37,21 +38,6 @@ from modelport.upstreams.transport import UpstreamStreamBroken
 STREAM_BROKEN_MESSAGE = "the upstream stream ended unexpectedly"
 UPSTREAM_EVENT_MESSAGE = "upstream error event in stream"  # the event named no message
 _MAX_EVENT_MESSAGE = 1000
-
-
-def sse_frame(event: str | None, data: str) -> bytes:
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {data}\n\n".encode()
-
-
-def _is_usage_only_chunk(data: str) -> bool:
-    if '"usage"' not in data or '"choices"' not in data:
-        return False
-    try:
-        chunk = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(chunk, dict) and chunk.get("choices") == [] and chunk.get("usage") is not None
 
 
 @asynccontextmanager
@@ -76,20 +62,10 @@ def _cut(call: OpenCall, outcome: Outcome) -> str:
     return message
 
 
-def upstream_event_message(data: str) -> str:
-    """The message of an upstream's in-stream error event, for the request log: Chat's and Messages'
-    ``error.message``, Responses' ``message`` (``error`` event) or ``response.error.message``
-    (``response.failed``)."""
-    try:
-        parsed: Any = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, dict):
-        response = parsed.get("response")
-        for holder in (parsed.get("error"), response.get("error") if isinstance(response, dict) else None, parsed):
-            if isinstance(holder, dict) and isinstance(holder.get("message"), str) and holder["message"]:
-                return str(holder["message"])[:_MAX_EVENT_MESSAGE]
-    return UPSTREAM_EVENT_MESSAGE
+def upstream_event_message(codec: ProtocolCodec, data: str) -> str:
+    """The message of an upstream's in-stream error event (read by its codec), for the request log."""
+    message = codec.error_event_message(data)
+    return message[:_MAX_EVENT_MESSAGE] if message else UPSTREAM_EVENT_MESSAGE
 
 
 def _ends_well(call: OpenCall, event: str | None, data: str) -> bool:
@@ -174,10 +150,10 @@ async def fast_stream(
                             # The upstream's own error reaches the client; it is the one error it gets.
                             errored = True
                             data = UPSTREAM_SECRETS.scrub(data)  # some upstreams quote their key
-                            outcome.fail(upstream_event_message(data))
-                        if call.strip_usage_chunk and _is_usage_only_chunk(data):
+                            outcome.fail(upstream_event_message(codec, data))
+                        if call.strip_usage_chunk and codec.is_usage_only(data):
                             continue
-                        outcome.produced_chars += 4  # ~1 token per streamed delta (see Outcome)
+                        outcome.relayed_events += 1
                         out.append(sse_frame(sse.event, namer.event(data)))
                     outcome.relay_seconds += perf_counter() - began
                     if out:

@@ -14,7 +14,7 @@ from typing import Any
 
 from modelport import tracing
 from modelport.catalog_spec import Deployment
-from modelport.core.codec import ProtocolCodec, ProtocolName
+from modelport.core.codec import ProtocolCodec
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.errors import ModelUnavailable
 from modelport.gateway.context import RequestContext
@@ -34,8 +34,8 @@ from modelport.metrics import (
     deployment_label,
     provider_of,
 )
-from modelport.protocols import get_codec
-from modelport.upstreams.kinds import OUTPUT_CAP_FIELD, auth_headers, deployment_max_output, protocol_of
+from modelport.net.retry_after import retry_after_seconds
+from modelport.upstreams.kinds import auth_headers, codec_of, deployment_max_output, spec_of
 from modelport.upstreams.pool import UpstreamPool
 from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
 
@@ -44,19 +44,10 @@ from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
 class OpenCall:
     candidate: Candidate
     fast: bool
-    upstream_protocol: ProtocolName
     upstream_codec: ProtocolCodec
     reply: UpstreamReply
     # The client asked for no usage chunk but we asked the upstream for one (Chat streams): drop it.
     strip_usage_chunk: bool
-
-
-def _retry_after(reply: UpstreamReply) -> float | None:
-    value = reply.headers.get("retry-after")
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
 
 
 def _error_kind(status: int) -> str:
@@ -95,9 +86,8 @@ class UpstreamCaller:
         last_status: int | None = None
         for candidate in usable:
             deployment = candidate.deployment
-            up_protocol = protocol_of(deployment)
-            codec = get_codec(up_protocol)
-            fast = up_protocol == ctx.protocol and not ctx.rewritten
+            codec = codec_of(deployment)
+            fast = codec is ctx.codec and not ctx.rewritten
             body, strip_usage, raw = self._body(ctx, deployment, codec, fast)
             headers = self._headers(ctx, deployment, codec)
             labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key))
@@ -121,7 +111,7 @@ class UpstreamCaller:
                 ctx.upstream_sent = sent
                 ctx.upstream_span = span  # ended with the answer (pipeline)
                 self.router.succeed(candidate)
-                return OpenCall(candidate, fast, up_protocol, codec, reply, strip_usage)
+                return OpenCall(candidate, fast, codec, reply, strip_usage)
             UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
             tracing.end(span, {"http.response.status_code": reply.status}, error=f"HTTP {reply.status}")
             payload = await reply.read_all()
@@ -129,17 +119,18 @@ class UpstreamCaller:
             waited = time.perf_counter() - sent
             ctx.upstream_waited += waited
             UPSTREAM_DURATION.labels(*labels).observe(waited)
-            if is_retryable(reply.status) or is_deployment_fault(reply.status, payload):
+            fault = codec.upstream_fault(payload)
+            if is_retryable(reply.status) or is_deployment_fault(reply.status, fault):
                 excerpt = UPSTREAM_SECRETS.scrub(payload[:4096].decode("utf-8", "replace"))[:200]
                 self.router.fail(
                     candidate,
                     rate_limited=reply.status == 429,
-                    retry_after=_retry_after(reply),
+                    retry_after=retry_after_seconds(reply.headers.get("retry-after")),
                     error=f"HTTP {reply.status}: {excerpt}",
                 )
                 last_status = reply.status
                 continue
-            raise client_error_for(reply.status, payload)
+            raise client_error_for(reply.status, fault)
         raise exhausted_error(last_status, self.router.retry_after(candidates))
 
     def _body(
@@ -152,7 +143,7 @@ class UpstreamCaller:
             body = dict(ctx.body)
             body["model"] = deployment.model
             if cap is not None:
-                _cap_fast_body(body, cap, OUTPUT_CAP_FIELD[deployment.kind])
+                _cap_fast_body(body, cap, codec.output_cap_fields, spec_of(deployment).output_cap_field)
         else:
             canonical = ctx.canonical
             if cap is not None:
@@ -178,13 +169,9 @@ class UpstreamCaller:
         return headers
 
 
-# Every request field that caps the answer, in each protocol (Chat has two).
-_CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
-
-
-def _cap_fast_body(body: dict[str, Any], cap: int, kind_field: str) -> None:
+def _cap_fast_body(body: dict[str, Any], cap: int, cap_fields: tuple[str, ...], kind_field: str) -> None:
     """Lower the client's own cap fields to `cap`, or add the upstream kind's field when it set none."""
-    own = [name for name in _CAP_FIELDS if isinstance(body.get(name), int)]
+    own = [name for name in cap_fields if isinstance(body.get(name), int)]
     for name in own:
         body[name] = min(body[name], cap)
     if not own:

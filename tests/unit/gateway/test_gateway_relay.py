@@ -10,7 +10,6 @@ import pytest
 
 from modelport.accounts.auth import AuthContext
 from modelport.catalog_spec import Deployment, TextModel
-from modelport.core.codec import ProtocolName
 from modelport.gateway.context import Outcome, RequestContext
 from modelport.gateway.relay import STREAM_BROKEN_MESSAGE, fast_stream, translated_stream
 from modelport.gateway.routing import Candidate
@@ -48,11 +47,11 @@ def test_each_codec_knows_its_final_and_error_events(
     assert codec.is_error_event(event, data) is error
 
 
-def context(protocol: ProtocolName) -> RequestContext:
+def context(protocol: str) -> RequestContext:
     codec = get_codec(protocol)
     body = {"model": "acme/chat", "stream": True, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     return RequestContext(
-        request_id="req_1", endpoint="e", protocol=protocol, codec=codec,
+        request_id="req_1", endpoint="e", codec=codec,
         auth=AuthContext("key_1", "mp-", "team_1", "t", "free"), body=body, canonical=codec.decode_request(body),
         model=TextModel(id="acme/chat", deployments=[Deployment(kind="openai_chat", model="m", base_url="http://x")]),
         stream=True, session_id=None, svc_user_id=None, headers={}, started_ms=0,
@@ -82,13 +81,13 @@ def open_call(chunks: list[bytes], *, breaks: bool = False, fast: bool = True) -
     reply = UpstreamReply(200, {}, chunks=stream(), release=release)
     candidate = Candidate("acme/chat#0", Deployment(kind="openai_chat", model="m", base_url="http://x"))
     codec = get_codec("openai_chat")
-    return OpenCall(candidate, fast, ProtocolName.OPENAI_CHAT, codec, reply, False), released
+    return OpenCall(candidate, fast, codec, reply, False), released
 
 
 async def relay_fast(chunks: list[bytes], *, breaks: bool = False) -> tuple[bytes, Outcome, Ends, list[str]]:
     call, released = open_call(chunks, breaks=breaks)
     outcome, ends = Outcome(), Ends()
-    out = b"".join([part async for part in fast_stream(context(ProtocolName.OPENAI_CHAT), call, outcome, ends)])
+    out = b"".join([part async for part in fast_stream(context("openai_chat"), call, outcome, ends)])
     return out, outcome, ends, released
 
 
@@ -109,7 +108,7 @@ async def test_a_stream_that_stops_or_breaks_ends_with_the_protocols_error_event
 async def test_a_hang_up_is_a_cancel_and_finishes_once() -> None:
     call, released = open_call([CHAT_CHUNK, CHAT_CHUNK, CHAT_DONE])
     outcome, ends = Outcome(), Ends()
-    stream = fast_stream(context(ProtocolName.OPENAI_CHAT), call, outcome, ends)
+    stream = fast_stream(context("openai_chat"), call, outcome, ends)
     assert isinstance(stream, AsyncGenerator)
     assert b"hi" in await anext(stream)
     await stream.aclose()  # what Starlette does when the client goes away
@@ -118,7 +117,7 @@ async def test_a_hang_up_is_a_cancel_and_finishes_once() -> None:
 
 
 async def test_a_translated_stream_closes_in_the_clients_protocol_or_reports_the_cut() -> None:
-    ctx = context(ProtocolName.ANTHROPIC_MESSAGES)
+    ctx = context("anthropic_messages")
     for chunks, ok in (([CHAT_CHUNK, CHAT_DONE], True), ([CHAT_CHUNK], False)):
         call, released = open_call(chunks, fast=False)
         outcome, ends = Outcome(), Ends()
