@@ -116,8 +116,9 @@ def format_sse(data: str, event: str | None = None) -> bytes:
 
 def sse_frame(event: str | None, data: str | bytes) -> bytes:
     """One SSE frame: an optional ``event:`` line and one ``data:`` line (`data` must hold no line break:
-    JSON as orjson or json.dumps writes it)."""
-    payload = data if isinstance(data, bytes) else data.encode()
+    JSON as orjson or json.dumps writes it). On the fast path's every event: kept to one format and encode."""
+    if isinstance(data, str):
+        return (f"event: {event}\ndata: {data}\n\n" if event else f"data: {data}\n\n").encode()
     if event:
-        return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
-    return b"data: " + payload + b"\n\n"
+        return b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+    return b"data: " + data + b"\n\n"

@@ -39,6 +39,7 @@ from modelport.tracing import TRACEPARENT, TRACESTATE
 from modelport.upstreams.transport import UpstreamReply
 from modelport.web.body import read_body
 from modelport.web.deps import text_auth
+from modelport.web.disconnect import DisconnectWatch
 
 T = TypeVar("T")
 
@@ -258,32 +259,11 @@ def _traced_settlement(accounting: Accounting, ctx: RequestContext, outcome: Out
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Await `work`, cancelling it if the client disconnects first (the body has been read already).
-
-    One watcher task per request: it cancels this task when `http.disconnect` arrives."""
-    this = asyncio.current_task()
-    assert this is not None
-    gone = False
-
-    async def watch() -> None:
-        nonlocal gone
-        await _wait_disconnect(request)
-        gone = True
-        this.cancel()
-
-    watcher = asyncio.get_running_loop().create_task(watch())
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if gone:
-            raise ClientGone() from None
-        raise
-    finally:
-        watcher.cancel()
-
-
-async def _wait_disconnect(request: Request) -> None:
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
+    """Await `work`, cancelling it if the client disconnects first (the body has been read already)."""
+    with DisconnectWatch(request.receive) as watch:
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if watch.gone:
+                raise ClientGone() from None
+            raise
