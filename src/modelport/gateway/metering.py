@@ -61,7 +61,7 @@ def billed_usage(ctx: RequestContext, outcome: Outcome) -> Usage | None:
     usage = outcome.usage
     if outcome.status == "success":
         return usage
-    abandoned = outcome.status == "cancelled" and (outcome.deployment is not None or ctx.upstream_called)
+    abandoned = outcome.status == "cancelled" and (outcome.deployment is not None or outcome.upstream_called)
     relayed = outcome.produced_chars > 0 or outcome.relayed_events > 0
     if not relayed and not abandoned:
         return usage

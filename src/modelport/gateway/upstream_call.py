@@ -17,7 +17,7 @@ from modelport.catalog_spec import Deployment
 from modelport.core.codec import ProtocolCodec
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.errors import ModelUnavailable
-from modelport.gateway.context import RequestContext
+from modelport.gateway.context import RequestContext, Timings
 from modelport.gateway.model_name import splice_request_model
 from modelport.gateway.routing import Candidate, DeploymentRouter
 from modelport.gateway.upstream_errors import (
@@ -42,12 +42,16 @@ from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
 
 @dataclass(slots=True)
 class OpenCall:
+    """What the caller learned: the deployment that answered 200, on which path, and its reply."""
+
     candidate: Candidate
     fast: bool
     upstream_codec: ProtocolCodec
     reply: UpstreamReply
     # The client asked for no usage chunk but we asked the upstream for one (Chat streams): drop it.
     strip_usage_chunk: bool
+    # The answered attempt's tracing span (None when tracing is off), ended with the answer by the pipeline.
+    span: Any = None
 
 
 def _error_kind(status: int) -> str:
@@ -75,7 +79,9 @@ class UpstreamCaller:
         self.pool = pool
         self.router = router
 
-    async def open(self, ctx: RequestContext) -> OpenCall:
+    async def open(self, ctx: RequestContext, timings: Timings) -> OpenCall:
+        """The first deployment to answer 200. Times go to `timings` as they happen (an attempt made counts
+        even when the client hangs up before an answer: `timings.first_attempt`)."""
         candidates = self.router.plan(ctx.model, ctx.session_id)
         usable = [c for c in candidates if not self.router.is_cooling(c)]
         if not usable:
@@ -94,13 +100,13 @@ class UpstreamCaller:
             span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
             tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
             sent = time.perf_counter()
-            ctx.upstream_called = True
+            timings.first_attempt = timings.first_attempt or sent
             try:
                 reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream, raw=raw)
             except UpstreamUnreachable as exc:
                 UPSTREAM_REQUESTS.labels(*labels, "0").inc()
                 UPSTREAM_ERRORS.labels(*labels, "unreachable").inc()
-                ctx.upstream_waited += time.perf_counter() - sent
+                timings.upstream_waited += time.perf_counter() - sent
                 tracing.end(span, error="unreachable")
                 self.router.fail(candidate, rate_limited=False, error=f"unreachable: {exc}")
                 last_status = None
@@ -108,16 +114,15 @@ class UpstreamCaller:
             UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
             UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
             if reply.status == 200:
-                ctx.upstream_sent = sent
-                ctx.upstream_span = span  # ended with the answer (pipeline)
+                timings.upstream_sent = sent
                 self.router.succeed(candidate)
-                return OpenCall(candidate, fast, codec, reply, strip_usage)
+                return OpenCall(candidate, fast, codec, reply, strip_usage, span)
             UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
             tracing.end(span, {"http.response.status_code": reply.status}, error=f"HTTP {reply.status}")
             payload = await reply.read_all()
             await reply.release()
             waited = time.perf_counter() - sent
-            ctx.upstream_waited += waited
+            timings.upstream_waited += waited
             UPSTREAM_DURATION.labels(*labels).observe(waited)
             fault = codec.upstream_fault(payload)
             if is_retryable(reply.status) or is_deployment_fault(reply.status, fault):
