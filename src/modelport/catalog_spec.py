@@ -59,7 +59,8 @@ class TextModel(BaseModel):
     created_at: int = 1_735_689_600  # 2025-01-01, for model lists that want a date
     context_window: int | None = Field(default=None, gt=0)
     # The most output tokens the model can produce (shown in model lists; the balance hold assumes it when the
-    # client sets no cap). None: the upstream kind's default (`upstreams.kinds.DEFAULT_MAX_OUTPUT_TOKENS`).
+    # client sets no cap). None: the upstream kind's default (its protocol package's
+    # `UpstreamKindSpec.default_max_output`).
     max_output_tokens: int | None = Field(default=None, gt=0)
     # No longer used (the gateway sends no cap the client did not ask for; docs/api/text-gateway.md,
     # Billing): still accepted so older catalog files load; a file import warns about it.

@@ -4,7 +4,8 @@ Every error a client can see is a `ServiceError`. It knows its HTTP status and r
 error shape of either host:
 
 - media host: ``{"code": <status>, "message": "Category: detail"}``
-- text gateway: ``{"error": {"message": ..., "type": ..., "code"?: ..., "param"?: ...}}``
+- text gateway: the shape of the route's protocol (``modelport.protocols``), from `text_message`,
+  `error_type`, `code` and `param`
 
 Raise the most specific subclass; the app's exception handlers do the rendering, so route code never
 builds error bodies by hand.
@@ -46,14 +47,6 @@ class ServiceError(Exception):
 
     def media_body(self) -> dict[str, Any]:
         return {"code": self.status, "message": self.media_message}
-
-    def text_body(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"message": self.text_message, "type": self.error_type}
-        if self.code is not None:
-            error["code"] = self.code
-        if self.param is not None:
-            error["param"] = self.param
-        return {"error": error}
 
 
 class InvalidParameters(ServiceError):

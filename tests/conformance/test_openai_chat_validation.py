@@ -10,7 +10,7 @@ import pytest
 from modelport.core import FilePart, ImagePart, TextPart
 from modelport.core.media import INLINE_MEDIA_MAX_BYTES
 from modelport.errors import InvalidParameters
-from modelport.protocols.openai_chat import decode_request
+from modelport.protocols.openai_chat import CODEC, decode_request
 
 BASE: dict[str, Any] = {"model": "openai/gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -169,7 +169,7 @@ def test_bad_input_names_the_field(body: dict[str, Any], param: str) -> None:
     err = caught.value
     assert err.param == param
     assert err.status == 400
-    shape = err.text_body()["error"]
+    shape = CODEC.error_body(err.text_message, err.error_type, code=err.code, param=err.param)["error"]
     assert shape["type"] == "invalid_request_error" and shape["param"] == param and shape["message"]
 
 

@@ -101,7 +101,7 @@ def test_recorded_field_error_is_reproduced() -> None:
         CODEC.decode_request(it.request_json)
     assert caught.value.status == it.status
     assert caught.value.param == recorded["param"]
-    assert caught.value.text_body()["error"]["type"] == recorded["type"]
+    assert caught.value.error_type == recorded["type"]
 
 
 def _chat_style_request() -> CanonicalRequest:

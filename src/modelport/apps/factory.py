@@ -16,7 +16,7 @@ from modelport.services import Services
 from modelport.web.body import BodyLimit
 from modelport.web.door import RefuseNulBytes
 from modelport.web.envelope import JSONBytesResponse
-from modelport.web.errors import ErrorShape, Host, install_error_handlers
+from modelport.web.errors import Host, install_error_handlers
 from modelport.web.http_metrics import HttpMetrics
 from modelport.web.http_tracing import HttpTracing
 from modelport.web.openapi import install_openapi
@@ -63,7 +63,6 @@ def base_app(
     *,
     host: Host,
     title: str,
-    error_shape: ErrorShape | None = None,
     browser_home: str | None = None,
 ) -> HostApp:
     """A FastAPI app for one host. Add routes, then call `finish_app`.
@@ -90,7 +89,7 @@ def base_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.services = services
-    install_error_handlers(app, host, error_shape)
+    install_error_handlers(app, host)
     app.include_router(health.router)
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)

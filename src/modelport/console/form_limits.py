@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from modelport.console.templating import console_root
 from modelport.errors import PayloadTooLarge, ServiceError
+from modelport.web.body import read_body
 from modelport.web.deps import get_services
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -43,11 +44,5 @@ async def limit_form(request: Request) -> None:
     if media_type != FORM_TYPE:
         raise UnsupportedForm(f"the console's forms are sent as {FORM_TYPE} only")
     cap = form_cap(request)
-    if length is not None and length.isdecimal() and int(length) > cap:
-        raise PayloadTooLarge(f"the form is larger than {cap} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > cap:
-            raise PayloadTooLarge(f"the form is larger than {cap} bytes")
-    request._body = bytes(body)  # what request.body()/form() read from now on (Starlette's own cache)
+    body = await read_body(request, cap, PayloadTooLarge(f"the form is larger than {cap} bytes"))
+    request._body = body  # what request.body()/form() read from now on (Starlette's own cache)

@@ -1,12 +1,17 @@
-"""The interface every wire protocol implements (Chat Completions, Responses, Messages).
+"""What every wire protocol provides (Chat Completions, Responses, Messages), as data.
 
-A protocol package ``modelport.protocols.<name>`` exposes a module-level ``CODEC`` object satisfying
-`ProtocolCodec`; `modelport.protocols.get_codec(name)` finds it. A codec also owns its protocol's wire
-facts (the stream's final and error events, the response id prefix, the upstream endpoint path, what an
-upstream call needs added to its body and headers, the error body shape), so `gateway/` never compares
-protocol names. The same codec serves both directions:
-inbound (client ↔ gateway: `decode_request`, `encode_response`, `stream_encoder`) and outbound
-(gateway ↔ upstream of that kind: `encode_request`, `decode_response`, `stream_decoder`).
+A protocol package ``modelport.protocols.<name>`` builds one `ProtocolCodec` (a frozen record of values
+and functions, no forwarding methods) as its module-level ``CODEC``, and ``modelport.protocols`` lists the
+packages (one row each). A codec owns every wire fact of its protocol: the client route it serves and its
+OpenAPI schemas, the stream's final, error and output events, the response id prefix, the upstream kinds
+that speak it (endpoint path, auth header, output cap field, default base URL), what an upstream call
+needs added to its body and headers, the error body shape, how an upstream's error body and in-stream
+error event are read. `gateway/` and `upstreams/` only ask it; `tests/unit/test_protocol_boundaries.py`
+fails when a wire fact appears outside ``protocols/``.
+
+The same codec serves both directions: inbound (client ↔ gateway: `decode_request`, `encode_response`,
+`stream_encoder`) and outbound (gateway ↔ upstream of that kind: `encode_request`, `decode_response`,
+`stream_decoder`).
 
 Errors: `decode_request` raises `modelport.errors.InvalidParameters(detail, param=...)` naming the bad
 field (dotted path with indexes, e.g. ``messages[1].content[0].image_url.url``). Decoders of upstream
@@ -15,8 +20,8 @@ bodies are lenient: they skip what they do not understand rather than fail a pai
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from enum import StrEnum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from modelport.core.events import StreamEvent
@@ -24,11 +29,9 @@ from modelport.core.messages import CanonicalRequest
 from modelport.core.response import CanonicalResponse
 from modelport.core.usage import Usage
 
-
-class ProtocolName(StrEnum):
-    OPENAI_CHAT = "openai_chat"
-    OPENAI_RESPONSES = "openai_responses"
-    ANTHROPIC_MESSAGES = "anthropic_messages"
+#: A protocol's name (``openai_chat``, ``openai_responses``, ``anthropic_messages``): the codec's `name`,
+#: `CanonicalRequest.source_protocol`, the key of `modelport.protocols.CODECS`.
+ProtocolName = str
 
 
 class StreamDecoder(Protocol):
@@ -64,76 +67,176 @@ class UsageSniffer(Protocol):
     def usage(self) -> Usage | None: ...
 
 
-class ProtocolCodec(Protocol):
-    name: ProtocolName
-    #: Prefix of the ids of responses the gateway makes (``chatcmpl-``, ``resp_``, ``msg_``).
-    response_id_prefix: str
-    #: The endpoint path below an upstream's base URL.
-    upstream_path: str
-    #: Client request headers this protocol's upstreams need (forwarded when the upstream speaks it).
-    forwarded_headers: tuple[str, ...]
-    #: The upstream refuses a request without an output cap (the catalog's default is sent).
-    requires_output_cap: bool
+@dataclass(frozen=True, slots=True)
+class UpstreamFault:
+    """What an upstream's error body says (raw, unscrubbed: the gateway cleans it before anyone sees it)."""
 
-    def is_terminal(self, event: str | None, data: str) -> bool:
-        """This SSE event ends a stream of this protocol (successfully or with an error event)."""
-        ...
+    message: str | None = None
+    param: str | None = None
+    code: str | None = None
+    #: The upstream does not know the model it was sent (the catalog is wrong, not the client's request).
+    unknown_model: bool = False
 
-    def is_error_event(self, event: str | None, data: str) -> bool:
-        """This SSE event reports an error inside a stream of this protocol."""
-        ...
 
-    def carries_output(self, event: str | None, data: str) -> bool:
-        """This SSE event carries model output (text, reasoning, a tool call): the first one times the
-        time-to-first-token metric. Asked only until it first answers True."""
-        ...
+@dataclass(frozen=True, slots=True)
+class UpstreamKindSpec:
+    """One catalog `kind` of text deployment that speaks this protocol."""
 
-    def prepare_upstream_body(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
-        """Adjust a body about to be sent to an upstream of this protocol, in place. Returns True when the
-        relay must drop a usage-only chunk the client did not ask for (the upstream was asked for usage so
-        the stream can be billed)."""
-        ...
+    #: The request field that caps the answer's length (fast path: added only when the team's credit cannot
+    #: cover the model's maximum output and the client set no cap of its own).
+    output_cap_field: str
+    #: A model's maximum output when its catalog entry names none (the balance hold assumes it).
+    default_max_output: int
+    #: Base URL when the deployment names none (None: `base_url` is required, or no HTTP at all).
+    default_base_url: str | None = None
+    #: The headers that carry the deployment's API key.
+    auth_headers: Callable[[str], dict[str, str]] = lambda key: {"authorization": f"Bearer {key}"}
+    #: Path (below the base URL) of the upstream's own input-token counting endpoint, if it has one.
+    count_tokens_path: str | None = None
 
-    def upstream_headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
-        """Protocol headers for an upstream call, from the forwarded client headers."""
-        ...
 
-    def decode_request(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
+@dataclass(frozen=True, slots=True)
+class ClientRoute:
+    """The gateway endpoint a protocol's clients call."""
+
+    path: str
+    endpoint: str  # the request log's `endpoint`
+    operation: str  # the OpenAPI operation's name
+    summary: str
+    body_ref: str  # what the request body is, in the OpenAPI document
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """A protocol's input-token counting endpoint (Messages' ``count_tokens``), served by the gateway."""
+
+    path: str
+    summary: str
+    #: The client's body → the canonical request it would make (validated as the route's requests are).
+    decode_request: Callable[[dict[str, Any], Mapping[str, str]], CanonicalRequest]
+    #: What an upstream kind's own counting endpoint (`UpstreamKindSpec.count_tokens_path`) is sent.
+    upstream_body: Callable[[dict[str, Any], str], dict[str, Any]]
+    #: The count in that endpoint's answer (None: not a count).
+    read_count: Callable[[bytes], int | None]
+
+
+class DecodeRequest(Protocol):
+    def __call__(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
         """The client's body → the canonical request. `headers` are the client's request headers (a protocol
         whose body rules depend on one, such as Messages' `anthropic-beta`, reads them)."""
         ...
 
-    def encode_request(self, req: CanonicalRequest, upstream_model: str) -> dict[str, Any]: ...
 
-    def decode_response(self, body: dict[str, Any]) -> CanonicalResponse: ...
-
-    def encode_response(
+class EncodeResponse(Protocol):
+    def __call__(
         self, resp: CanonicalResponse, model: str, *, request: CanonicalRequest | None = None
     ) -> dict[str, Any]:
         """`request`, when given, is the client's request: protocols whose responses echo request settings
         (Responses: instructions, tools, max_output_tokens...) echo them from it."""
         ...
 
-    def stream_decoder(self) -> StreamDecoder: ...
 
-    def stream_encoder(
+class MakeStreamEncoder(Protocol):
+    def __call__(
         self, model: str, response_id: str, include_usage: bool, *, request: CanonicalRequest | None = None
     ) -> StreamEncoder: ...
 
-    def usage_from_body(self, body: dict[str, Any]) -> Usage | None: ...
 
-    def usage_sniffer(self) -> UsageSniffer: ...
-
-    def error_body(
-        self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
-    ) -> dict[str, Any]:
-        """A JSON error body in this protocol's shape (for clients of this protocol), carrying `type`, the
-        interface's error type (one table for every endpoint, docs/api/errors.md). `status` is the HTTP status
-        the body goes with, for a protocol whose shape needs it."""
+class PrepareUpstreamBody(Protocol):
+    def __call__(self, body: dict[str, Any], *, stream: bool, fast: bool) -> bool:
+        """Adjust a body about to be sent to an upstream of this protocol, in place. Returns True when the
+        relay must drop usage-only events the client did not ask for (`is_usage_only`): the upstream was
+        asked for usage so the stream can be billed."""
         ...
 
 
-def openai_error_body(message: str, type: str, *, code: str | None = None, param: str | None = None) -> dict[str, Any]:
-    """OpenAI's error shape (Chat Completions and Responses): ``param`` and ``code`` always present, null
-    when unknown, as the real API sends them."""
-    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+class ErrorBody(Protocol):
+    def __call__(
+        self, message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
+    ) -> dict[str, Any]:
+        """A JSON error body in this protocol's shape, carrying `type`, the interface's error type (one table
+        for every endpoint, docs/api/errors.md). `status` is the HTTP status the body goes with, for a
+        protocol whose shape needs it."""
+        ...
+
+
+class ListedModel(Protocol):
+    """What a model list entry is made of (`catalog_spec.TextModel`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def display_name(self) -> str | None: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def context_window(self) -> int | None: ...
+    @property
+    def max_output_tokens(self) -> int | None: ...
+
+
+EventTest = Callable[[str | None, str], bool]
+
+
+def _no_fields(*_: Any) -> dict[str, Any]:
+    return {}
+
+
+def _never(data: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolCodec:
+    name: ProtocolName
+    route: ClientRoute
+    #: Prefix of the ids of responses the gateway makes (``chatcmpl-``, ``resp_``, ``msg_``).
+    response_id_prefix: str
+    #: The endpoint path below an upstream's base URL.
+    upstream_path: str
+    #: The catalog's upstream kinds that speak this protocol.
+    upstream_kinds: Mapping[str, UpstreamKindSpec]
+    #: Client request headers this protocol's upstreams need (forwarded when the upstream speaks it).
+    forwarded_headers: tuple[str, ...]
+    #: Every request field that caps the answer's length (Chat has two).
+    output_cap_fields: tuple[str, ...]
+    #: The upstream refuses a request without an output cap: a translated request that has none gets the
+    #: model's maximum output.
+    requires_output_cap: bool
+    #: This SSE event ends a stream of this protocol (successfully or with an error event).
+    is_terminal: EventTest
+    #: This SSE event reports an error inside a stream of this protocol.
+    is_error_event: EventTest
+    #: This SSE event carries model output (text, reasoning, a tool call): the first one times the
+    #: time-to-first-token metric. Asked only until it first answers True.
+    carries_output: EventTest
+    #: The message of an in-stream error event (None: it names none).
+    error_event_message: Callable[[str], str | None]
+    prepare_upstream_body: PrepareUpstreamBody
+    #: Protocol headers for an upstream call, from the forwarded client headers.
+    upstream_headers: Callable[[Mapping[str, str]], dict[str, str]]
+    #: What an upstream error body of this protocol says (None: not this protocol's error shape).
+    upstream_fault: Callable[[bytes], UpstreamFault | None]
+    decode_request: DecodeRequest
+    encode_request: Callable[[CanonicalRequest, str], dict[str, Any]]
+    decode_response: Callable[[dict[str, Any]], CanonicalResponse]
+    encode_response: EncodeResponse
+    stream_decoder: Callable[[], StreamDecoder]
+    stream_encoder: MakeStreamEncoder
+    usage_from_body: Callable[[dict[str, Any]], Usage | None]
+    usage_sniffer: Callable[[], UsageSniffer]
+    error_body: ErrorBody
+    #: OpenAPI JSON Schemas of the route's request and (non-stream) response bodies.
+    request_schema: Mapping[str, Any] = field(default_factory=dict)
+    response_schema: Mapping[str, Any] = field(default_factory=dict)
+    #: A relayed SSE data line that carries only the usage the gateway asked for (see `prepare_upstream_body`).
+    is_usage_only: Callable[[str], bool] = _never
+    token_count: TokenCount | None = None
+    #: A client header other than ``Authorization: Bearer`` this protocol's SDKs send the key in.
+    key_header: str | None = None
+    #: The fields this protocol's SDKs read in a `GET /v1/models` entry and around its list (`data` given):
+    #: the gateway answers every protocol's fields at once.
+    model_fields: Callable[[ListedModel], dict[str, Any]] = _no_fields
+    model_list_fields: Callable[[list[dict[str, Any]]], dict[str, Any]] = _no_fields

@@ -1,4 +1,4 @@
-"""Server-sent events: an incremental parser and a frame formatter (WHATWG SSE rules).
+"""Server-sent events: an incremental parser and the one frame writer (WHATWG SSE rules).
 
 The parser takes raw bytes in arbitrary chunks and yields `SSEEvent`s. It handles ``\\r\\n``, ``\\r``
 and ``\\n`` line ends (also split across chunks), multi-line ``data:``, comments (``:`` lines), a BOM,
@@ -112,3 +112,13 @@ def format_sse(data: str, event: str | None = None) -> bytes:
     lines = [f"event: {event}"] if event else []
     lines.extend(f"data: {line}" for line in data.split("\n"))
     return ("\n".join(lines) + "\n\n").encode()
+
+
+def sse_frame(event: str | None, data: str | bytes) -> bytes:
+    """One SSE frame: an optional ``event:`` line and one ``data:`` line (`data` must hold no line break:
+    JSON as orjson or json.dumps writes it). On the fast path's every event: kept to one format and encode."""
+    if isinstance(data, str):
+        return (f"event: {event}\ndata: {data}\n\n" if event else f"data: {data}\n\n").encode()
+    if event:
+        return b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+    return b"data: " + data + b"\n\n"

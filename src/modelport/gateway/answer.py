@@ -2,7 +2,8 @@
 
 Starlette's `Response` builds a header object per answer and its `StreamingResponse` (under uvicorn's ASGI
 2.3) runs an anyio task group per stream; on the hottest path that was measurable CPU (bench/README.md).
-These take the headers as raw pairs and watch for the client hanging up with one plain task. They are
+These take the headers as raw pairs and watch for the client hanging up with one plain task
+(`web.disconnect`). They are
 `Response` subclasses only so FastAPI's route (`routes.py`, kept for the OpenAPI document) accepts them.
 """
 
@@ -13,6 +14,8 @@ from collections.abc import AsyncGenerator, Mapping
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
+
+from modelport.web.disconnect import DisconnectWatch
 
 RawHeaders = list[tuple[bytes, bytes]]
 _JSON = (b"content-type", b"application/json")
@@ -54,28 +57,17 @@ class StreamAnswer(Response):
         self.raw_headers = [*_SSE, *raw_headers(headers or {})]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        this = asyncio.current_task()
-        assert this is not None
-        gone = False
-
-        async def watch() -> None:
-            nonlocal gone
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone = True
-            this.cancel()
-
-        watcher = asyncio.get_running_loop().create_task(watch())
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            async for chunk in self.chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-        except asyncio.CancelledError:
-            if not gone:
-                raise
-            this.uncancel()  # the hang-up was ours to handle, not a cancellation from outside
+            with DisconnectWatch(receive) as watch:
+                try:
+                    await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+                    async for chunk in self.chunks:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await send({"type": "http.response.body", "body": b""})
+                except asyncio.CancelledError:
+                    if not watch.gone:
+                        raise
+                    watch.handled()  # the hang-up was ours to handle, not a cancellation from outside
         finally:
-            watcher.cancel()
             # Cancelled while sending, the relay sits at a `yield`: close it so it bills and releases now.
             await self.chunks.aclose()

@@ -13,22 +13,22 @@ from __future__ import annotations
 
 import time
 
-from modelport.gateway.context import Outcome, RequestContext
+from modelport.gateway.context import Outcome, RequestContext, Timings
 from modelport.metrics import GATEWAY_OVERHEAD, UPSTREAM_DURATION, UPSTREAM_TTFT, deployment_labels, enabled
 
 _PATH = {True: "fast", False: "translated"}
 _STREAM = {True: "true", False: "false"}
 
 
-def record_call(ctx: RequestContext, outcome: Outcome) -> None:
-    if not ctx.upstream_sent or outcome.deployment is None or not enabled():
+def record_call(ctx: RequestContext, outcome: Outcome, timings: Timings) -> None:
+    if not timings.upstream_sent or outcome.deployment is None or not enabled():
         return  # refused or failed before an upstream answered, or metrics off
     ended = time.perf_counter()
     labels = deployment_labels(outcome.deployment)
-    done = outcome.upstream_done or ended
-    UPSTREAM_DURATION.labels(*labels).observe(done - ctx.upstream_sent)
-    if ctx.stream and outcome.first_output:
-        UPSTREAM_TTFT.labels(*labels).observe(outcome.first_output - ctx.upstream_sent)
-    before = ctx.upstream_sent - ctx.arrived - ctx.upstream_waited if ctx.arrived else 0.0
-    after = outcome.relay_seconds if ctx.stream else ended - done
+    done = timings.upstream_done or ended
+    UPSTREAM_DURATION.labels(*labels).observe(done - timings.upstream_sent)
+    if ctx.stream and timings.first_output:
+        UPSTREAM_TTFT.labels(*labels).observe(timings.first_output - timings.upstream_sent)
+    before = timings.upstream_sent - timings.arrived - timings.upstream_waited if timings.arrived else 0.0
+    after = timings.relay_seconds if ctx.stream else ended - done
     GATEWAY_OVERHEAD.labels(_PATH[outcome.fast], _STREAM[ctx.stream]).observe(max(0.0, before + after))

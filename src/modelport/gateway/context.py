@@ -1,4 +1,6 @@
-"""What the pipeline knows about one text request as it moves through the steps."""
+"""What the pipeline knows about one text request: its context (business facts, fixed once admitted), its
+timings (for the latency metrics only), and how it ended (`Outcome`, built by the pipeline alone from what
+the upstream caller and the relay return)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 
 from modelport.accounts.auth import AuthContext
 from modelport.catalog_spec import TextModel
-from modelport.core.codec import ProtocolCodec, ProtocolName
+from modelport.core.codec import ProtocolCodec
 from modelport.core.messages import CanonicalRequest
 from modelport.core.usage import Usage
 from modelport.errors import ServiceError
@@ -18,9 +20,8 @@ CLIENT_GONE = "client disconnected"
 @dataclass(slots=True)
 class RequestContext:
     request_id: str
-    endpoint: str  # chat.completions | responses | messages
-    protocol: ProtocolName  # the client's wire protocol
-    codec: ProtocolCodec
+    endpoint: str  # the request log's name of the route (`ClientRoute.endpoint`)
+    codec: ProtocolCodec  # the client's wire protocol
     auth: AuthContext
     body: dict[str, Any]
     canonical: CanonicalRequest
@@ -40,49 +41,58 @@ class RequestContext:
     # The canonical request was changed after decoding (own media inlined): the body cannot be forwarded as is.
     rewritten: bool = False
     extra_response_headers: dict[str, str] = field(default_factory=dict)
-    # perf_counter() times for the latency metrics: arrival, the answered upstream call's send, and the time
-    # spent on upstream attempts that failed before it (fallback).
-    arrived: float = 0.0
-    upstream_sent: float = 0.0
-    # The request went to an upstream (whatever came back): a client that hangs up then is still billed.
-    upstream_called: bool = False
-    upstream_waited: float = 0.0
-    # Tracing (None when off): the request span's context, and the answered upstream attempt's span.
+    # Tracing (None when off): the request span's context.
     trace: Any = None
-    upstream_span: Any = None
 
 
 @dataclass(slots=True)
+class Timings:
+    """perf_counter() times of one request, for the latency metrics (`call_metrics`) only: arrival; the first
+    upstream attempt's send (0: nothing was sent) and the answered call's; the time spent on attempts that
+    failed before it (fallback); a stream's first output event; the end of the upstream's answer; and the
+    time the stream relay spent on its chunks (the gateway's own work)."""
+
+    arrived: float = 0.0
+    first_attempt: float = 0.0
+    upstream_sent: float = 0.0
+    upstream_waited: float = 0.0
+    first_output: float = 0.0
+    upstream_done: float = 0.0
+    relay_seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class Relayed:
+    """What a relay learned from the upstream's answer (and only the relay writes it)."""
+
+    usage: Usage | None = None
+    # The answer, for the request log of teams that keep payloads (a body, or the accumulated stream).
+    result: Any = None
+    # Why the answer failed: the upstream's error event, or a stream cut short (None: it ended well).
+    error: str | None = None
+    # The client hung up while the stream was relayed.
+    hung_up: bool = False
+    # Output relayed, to estimate output when a stream is abandoned without usage: characters of translated
+    # output, and fast-path events relayed (each counted as about one token).
+    produced_chars: int = 0
+    relayed_events: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
-    """How the request ended, for settlement and the request log."""
+    """How the request ended, for settlement and the request log; made by the pipeline."""
 
     status: str = "success"  # success | error | cancelled
     http_status: int = 200
     usage: Usage | None = None
     error: str | None = None
-    # Text produced so far (characters), to estimate output when a stream is abandoned without usage.
     produced_chars: int = 0
+    relayed_events: int = 0
     result: Any = None
-    deployment: str | None = None
+    deployment: str | None = None  # the deployment that answered
     fast: bool = True
-    # perf_counter() times for the latency metrics: the first output event of a stream, the end of the
-    # upstream's answer, and the time the stream relay spent on its chunks (the gateway's own work).
-    first_output: float = 0.0
-    upstream_done: float = 0.0
-    relay_seconds: float = 0.0
-
-    def fail(self, message: str, http_status: int | None = None) -> None:
-        """The request failed: an error answer, or an error event that ended a committed stream."""
-        self.status, self.error = "error", message
-        if http_status is not None:
-            self.http_status = http_status
-
-    def cancel(self, http_status: int | None = None) -> None:
-        """The client went away; an error already recorded stays the reason."""
-        if self.status == "success":
-            self.status, self.error = "cancelled", CLIENT_GONE
-            if http_status is not None:
-                self.http_status = http_status
+    # The request went to an upstream (whatever came back): a client that hangs up then is still billed.
+    upstream_called: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,8 @@
-"""`POST /v1/messages/count_tokens`: how many input tokens a Messages request would use.
+"""A protocol's token counting route (`ProtocolCodec.token_count`; Messages' `POST /v1/messages/count_tokens`):
+how many input tokens a request would use.
 
-Exact when the model has an `anthropic` deployment: the request goes to that upstream's own counting
+Exact when the model has a deployment whose kind has a counting endpoint
+(`UpstreamKindSpec.count_tokens_path`, Anthropic's): the request goes to that upstream's own counting
 endpoint (the deployments in routing order; one that is rate limited, failing or without the endpoint is
 skipped). Exact for the embedded local model too: the request, translated to Chat Completions as a call
 would be, goes through the model's own chat template and tokenizer (llama.cpp; nothing is generated).
@@ -15,9 +17,9 @@ A query: counted against the query rate limit, not billed, no request-log row.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,15 +28,15 @@ from modelport import tracing
 from modelport.accounts.auth import AuthContext
 from modelport.billing.pricing import CHARS_PER_TOKEN, estimate_input_tokens
 from modelport.catalog_spec import Deployment
+from modelport.core.codec import ProtocolCodec, TokenCount
 from modelport.core.messages import CanonicalRequest
 from modelport.errors import ServiceError
 from modelport.gateway.headers import session_id
-from modelport.gateway.openapi_docs import REQUEST_BODIES, TOKEN_COUNT
+from modelport.gateway.openapi_docs import TOKEN_COUNT, request_body
 from modelport.gateway.pipeline import FORWARDED_HEADERS, TEXT_GATEWAY, TextGateway, read_json_body
 from modelport.gateway.upstream_errors import client_error_for, is_deployment_fault, is_retryable
-from modelport.protocols import get_codec
-from modelport.protocols.anthropic_messages import CODEC as MESSAGES
-from modelport.upstreams.kinds import auth_headers, count_tokens_url, protocol_of
+from modelport.protocols import CODECS
+from modelport.upstreams.kinds import auth_headers, codec_of, count_tokens_url
 from modelport.upstreams.transport import UpstreamUnreachable
 from modelport.web.deps import get_services, text_auth
 from modelport.web.envelope import JSONBytesResponse
@@ -52,38 +54,38 @@ DEFAULT_WINDOW_TOKENS = 200_000
 LOCAL_COUNT_SLOTS = 2
 _LOCAL_COUNTS = asyncio.Semaphore(LOCAL_COUNT_SLOTS)
 
-# What Anthropic's counting endpoint takes; the rest of a Messages body (max_tokens, stream, metadata,
-# sampling) is not part of the count and the endpoint refuses it.
-COUNTED_FIELDS = (
-    "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "context_management",
-    "output_config", "output_format",
-)  # fmt: skip
+COUNTING = tuple(codec for codec in CODECS.values() if codec.token_count is not None)
+COUNT_PATHS = frozenset(codec.token_count.path for codec in COUNTING if codec.token_count is not None)
 
 
-@router.post(
-    "/v1/messages/count_tokens",
-    summary="Count the input tokens of a Messages request",
-    responses={
-        200: {"description": "The count", "content": {"application/json": {"schema": TOKEN_COUNT}}},
-        400: {"description": "Invalid request"},
-        404: {"description": "Unknown model"},
-    },
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {**REQUEST_BODIES["/v1/messages"], "required": ["model", "messages"]}}
-            },
-        }
-    },
-)
-async def count_tokens(request: Request, auth: AuthContext = Depends(text_auth)) -> Response:
+def _route(codec: ProtocolCodec, count: TokenCount) -> Callable[[Request, AuthContext], Awaitable[Response]]:
+    async def route(request: Request, auth: AuthContext = Depends(text_auth)) -> Response:
+        return await count_tokens(request, auth, codec, count)
+
+    return route
+
+
+for _codec in COUNTING:
+    assert _codec.token_count is not None
+    router.add_api_route(
+        _codec.token_count.path,
+        _route(_codec, _codec.token_count),
+        methods=["POST"],
+        name=f"{_codec.route.operation}_count_tokens",
+        summary=_codec.token_count.summary,
+        responses={
+            200: {"description": "The count", "content": {"application/json": {"schema": TOKEN_COUNT}}},
+            400: {"description": "Invalid request"},
+            404: {"description": "Unknown model"},
+        },
+        openapi_extra=request_body(_codec, required=["model", "messages"]),
+    )
+
+
+async def count_tokens(request: Request, auth: AuthContext, codec: ProtocolCodec, count: TokenCount) -> Response:
     limit_headers = await enforce_query_limit(request, auth)
     body = await read_json_body(request)
-    # Validated as a Messages request; counting needs no output cap, so a missing one is not an error.
-    canonical = MESSAGES.decode_request(
-        {**body, "max_tokens": 1} if "max_tokens" not in body else body, request.headers
-    )
+    canonical = count.decode_request(body, request.headers)
     gateway = get_services(request)[TEXT_GATEWAY]
     model = await gateway.resolve_model(canonical.model, auth)
     estimate = estimate_input_tokens(canonical)
@@ -99,7 +101,7 @@ async def count_tokens(request: Request, auth: AuthContext = Depends(text_auth))
         if candidate.deployment.kind == "local":
             exact = await _local_count(gateway, candidate.deployment, canonical)
         else:
-            exact = await _upstream_count(gateway, candidate.deployment, body, forwarded)
+            exact = await _upstream_count(gateway, candidate.deployment, codec, count, body, forwarded)
         if exact is not None:
             return JSONBytesResponse({"input_tokens": exact}, headers=limit_headers)
     return JSONBytesResponse({"input_tokens": estimate, "estimated": True}, headers=limit_headers)
@@ -111,7 +113,7 @@ async def _local_count(gateway: TextGateway, deployment: Deployment, canonical: 
     if _LOCAL_COUNTS.locked():
         return None  # every counting slot is busy: the estimate, rather than a queue of CPU work
     async with _LOCAL_COUNTS:
-        chat_body = get_codec(protocol_of(deployment)).encode_request(canonical, deployment.model)
+        chat_body = codec_of(deployment).encode_request(canonical, deployment.model)
         try:
             # On the model's worker threads, never on the event loop.
             return await gateway.caller.pool.local_model(deployment).count_prompt_tokens(chat_body)
@@ -120,33 +122,35 @@ async def _local_count(gateway: TextGateway, deployment: Deployment, canonical: 
 
 
 async def _upstream_count(
-    gateway: TextGateway, deployment: Deployment, body: dict[str, Any], forwarded: dict[str, str]
+    gateway: TextGateway,
+    deployment: Deployment,
+    codec: ProtocolCodec,
+    count: TokenCount,
+    body: dict[str, Any],
+    forwarded: dict[str, str],
 ) -> int | None:
     """The upstream's exact count, None if this deployment cannot give one. A 400 from the upstream (the
     request itself is wrong) is the client's 400."""
     url = count_tokens_url(deployment)
-    if url is None:
+    if url is None or codec_of(deployment) is not codec:
         return None
     pool = gateway.caller.pool
-    payload = {k: body[k] for k in COUNTED_FIELDS if k in body}
-    payload["model"] = deployment.model
     headers = {
         **deployment.headers,
         **auth_headers(deployment, pool.api_key(deployment)),
-        **MESSAGES.upstream_headers(forwarded),
+        **codec.upstream_headers(forwarded),
     }
     tracing.inject(None, headers, forwarded)  # the request span's trace context, or the client's as it came
     try:
-        reply = await pool.http(deployment, url).send(payload, headers, stream=False)
+        reply = await pool.http(deployment, url).send(
+            count.upstream_body(body, deployment.model), headers, stream=False
+        )
     except UpstreamUnreachable:
         return None
     raw = await reply.read_all()
     if reply.status == 200:
-        try:
-            counted = orjson.loads(raw).get("input_tokens")
-        except (orjson.JSONDecodeError, AttributeError):
-            return None
-        return counted if isinstance(counted, int) and counted >= 0 else None
-    if is_retryable(reply.status) or is_deployment_fault(reply.status, raw) or reply.status in (401, 403):
+        return count.read_count(raw)
+    fault = codec.upstream_fault(raw)
+    if is_retryable(reply.status) or is_deployment_fault(reply.status, fault) or reply.status in (401, 403):
         return None  # rate limited, down, misconfigured or without the endpoint: estimate instead
-    raise client_error_for(reply.status, raw)
+    raise client_error_for(reply.status, fault)

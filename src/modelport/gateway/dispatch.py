@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
-from modelport.core.codec import ProtocolName
+from modelport.core.codec import ProtocolCodec
 from modelport.errors import InternalError, ServiceError
 from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.pipeline import TextGateway
 from modelport.gateway.protocol_routes import BY_PATH
-from modelport.protocols import get_codec
 from modelport.web.door import has_nul, nul_refusal
 from modelport.web.envelope import encode_json
 from modelport.web.errors import count_refusal
@@ -39,23 +37,23 @@ class ProtocolEntry:
         self.gateway = gateway
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        route = BY_PATH[scope["path"]]
+        codec = BY_PATH[scope["path"]]
         request_id = new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
         started = time.perf_counter()
         answer: BodyAnswer | StreamAnswer
         if has_nul(scope):
-            answer = protocol_error(nul_refusal(), route.protocol)
+            answer = protocol_error(nul_refusal(), codec)
         else:
             try:
-                answer = await self.gateway.handle(Request(scope, receive), route.endpoint, route.protocol)
+                answer = await self.gateway.handle(Request(scope, receive), codec)
             except ServiceError as exc:
-                answer = protocol_error(exc, route.protocol)
+                answer = protocol_error(exc, codec)
             except ClientDisconnect:
                 answer = BodyAnswer(b"", status=499)
             except Exception:
                 log.exception("unhandled error on POST %s", scope["path"])
-                answer = protocol_error(InternalError(), route.protocol)
+                answer = protocol_error(InternalError(), codec)
         answer.raw_headers.append((b"x-request-id", request_id.encode("ascii")))
         try:
             await answer(scope, receive, send)
@@ -63,19 +61,10 @@ class ProtocolEntry:
             log_access("text", request_id, scope, answer.status_code, started)
 
 
-def protocol_error(error: ServiceError, protocol: str) -> BodyAnswer:
+def protocol_error(error: ServiceError, codec: ProtocolCodec) -> BodyAnswer:
     """An error in the shape of the route's protocol (Messages clients get Anthropic's; docs/api/errors.md)."""
     count_refusal(error, "text")
-    body = get_codec(protocol).error_body(
+    body = codec.error_body(
         error.text_message, error.error_type, code=error.code, param=error.param, status=error.status
     )
     return BodyAnswer(encode_json(body), status=error.status, headers=error.headers or None)
-
-
-def messages_error_shape(path: str, error: ServiceError) -> dict[str, Any] | None:
-    """Errors of the other `/v1/messages...` routes (``count_tokens``) in Anthropic's shape, like the route."""
-    if not path.startswith("/v1/messages"):
-        return None
-    return get_codec(ProtocolName.ANTHROPIC_MESSAGES).error_body(
-        error.text_message, error.error_type, code=error.code, param=error.param, status=error.status
-    )

@@ -62,10 +62,12 @@ def billed_usage(ctx: RequestContext, outcome: Outcome) -> Usage | None:
     usage = outcome.usage
     if outcome.status == "success":
         return usage
-    abandoned = outcome.status == "cancelled" and (outcome.deployment is not None or ctx.upstream_called)
-    if not outcome.produced_chars and not abandoned:
+    abandoned = outcome.status == "cancelled" and (outcome.deployment is not None or outcome.upstream_called)
+    relayed = outcome.produced_chars > 0 or outcome.relayed_events > 0
+    if not relayed and not abandoned:
         return usage
-    counted = max(1, outcome.produced_chars // CHARS_PER_TOKEN) if outcome.produced_chars else 0
+    # About one token per relayed fast-path event, and per CHARS_PER_TOKEN characters of translated output.
+    counted = max(1, outcome.produced_chars // CHARS_PER_TOKEN + outcome.relayed_events) if relayed else 0
     if usage is None:
         return Usage(input_tokens=estimate_input_tokens(ctx.canonical), output_tokens=counted)
     if usage.output_tokens >= counted and usage.input_tokens:

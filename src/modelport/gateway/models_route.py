@@ -1,18 +1,14 @@
 """`GET /v1/models` and `GET /v1/models/{model_id}`: the text models the caller's team may use.
 
-The body serves both official SDKs: OpenAI's `{object: list, data: [{id, object: model, created,
-owned_by}]}` and Anthropic's `{data: [{id, type: model, display_name, created_at}], has_more, first_id,
-last_id}` at once. Each entry also carries the limits clients size their context with: `context_window`
-and `max_output_tokens`, and the same as Anthropic's Models API names them (`max_input_tokens`,
-`max_tokens`); null when the catalog does not say. A model served only by the embedded runtime is left
-out while llama-cpp-python is not installed (a first start builds it in the background) and listed as
-soon as it is.
+The body serves every protocol's official SDK at once: each protocol package gives the fields its SDK
+reads (`ProtocolCodec.model_fields`, `model_list_fields`; OpenAI's `{object: list, data: [{id, object:
+model, created, owned_by}]}`, Anthropic's `{data: [{id, type: model, display_name, created_at}], has_more,
+first_id, last_id}`), with the limits clients size their context with (null when the catalog does not say).
+A model served only by the embedded runtime is left out while llama-cpp-python is not installed (a first
+start builds it in the background) and listed as soon as it is.
 """
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
-from typing import Any
 
 from fastapi import APIRouter, Depends
 from starlette.requests import Request
@@ -22,6 +18,7 @@ from modelport.accounts.auth import AuthContext
 from modelport.catalog_spec import TextModel
 from modelport.errors import NotFound
 from modelport.gateway.openapi_docs import MODEL_LIST, MODEL_OBJECT
+from modelport.protocols import model_entry, model_list
 from modelport.upstreams.local_runtime import LOCAL_RUNTIME
 from modelport.web.deps import get_services, text_auth
 from modelport.web.envelope import JSONBytesResponse
@@ -44,24 +41,6 @@ def can_answer(model: TextModel) -> bool:
     return any(d.kind != "local" for d in model.deployments) or LOCAL_RUNTIME.available()
 
 
-def model_entry(model: TextModel) -> dict[str, Any]:
-    created_at = datetime.fromtimestamp(model.created_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "id": model.id,
-        "object": "model",
-        "created": model.created_at,
-        "owned_by": model.provider,
-        "type": "model",
-        "display_name": model.display_name or model.id,
-        "created_at": created_at,
-        "lifecycle": "active",
-        "context_window": model.context_window,
-        "max_output_tokens": model.max_output_tokens,
-        "max_input_tokens": model.context_window,
-        "max_tokens": model.max_output_tokens,
-    }
-
-
 @router.get(
     "/v1/models",
     summary="List the text models this key's team may use",
@@ -71,19 +50,12 @@ async def list_models(request: Request, auth: AuthContext = Depends(text_auth)) 
     headers = await enforce_query_limit(request, auth)
     snapshot = await get_services(request).catalog.get()
     seen: set[str] = set()
-    data = []
+    data: list[dict[str, object]] = []
     for model in snapshot.text.values():
         if model.id not in seen and team_may_use(model, auth) and can_answer(model):
             seen.add(model.id)
             data.append(model_entry(model))
-    body = {
-        "object": "list",
-        "data": data,
-        "has_more": False,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-    }
-    return JSONBytesResponse(body, headers=headers)
+    return JSONBytesResponse(model_list(data), headers=headers)
 
 
 @router.get(

@@ -8,6 +8,7 @@ cheapest refusals first.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -20,25 +21,25 @@ from modelport.accounts.auth import AuthContext
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import TextModel
 from modelport.clock import now_ms
-from modelport.core.codec import ProtocolName
+from modelport.core.codec import ProtocolCodec
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, ServiceError
 from modelport.gateway.accounting import Accounting
 from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.call_metrics import record_call
-from modelport.gateway.context import Outcome, Refusal, RequestContext
+from modelport.gateway.context import CLIENT_GONE, Outcome, Refusal, Relayed, RequestContext, Timings
 from modelport.gateway.headers import session_id, svc_user_id
 from modelport.gateway.live_streams import LiveStreams
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
-from modelport.protocols import CODECS, get_codec
+from modelport.protocols import CODECS
 from modelport.services import ServiceKey
 from modelport.tracing import TRACEPARENT, TRACESTATE
-from modelport.upstreams.transport import UpstreamReply
 from modelport.web.body import read_body
 from modelport.web.deps import text_auth
+from modelport.web.disconnect import DisconnectWatch
 
 T = TypeVar("T")
 
@@ -100,40 +101,36 @@ class TextGateway:
             )
         return model
 
-    async def handle(self, request: Request, endpoint: str, protocol: ProtocolName) -> BodyAnswer | StreamAnswer:
-        arrived = time.perf_counter()
+    async def handle(self, request: Request, codec: ProtocolCodec) -> BodyAnswer | StreamAnswer:
+        timings = Timings(arrived=time.perf_counter())
         auth = await text_auth(request)
         started_ms = now_ms()
         body: dict[str, Any] | None = None
         try:
             body, raw = await read_json_body_raw(request)
-            ctx = await self._context(request, endpoint, protocol, auth, body, started_ms)
+            ctx = await self._context(request, codec, auth, body, started_ms)
             ctx.raw_body = raw
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
-            self.accounting.refuse(Refusal(request.state.request_id, auth, endpoint, body, started_ms, exc))
+            self.accounting.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))
             raise
-        ctx.arrived = arrived
-        return await self._run(request, ctx)
+        return await self._run(request, ctx, timings)
 
     async def _context(
         self,
         request: Request,
-        endpoint: str,
-        protocol: ProtocolName,
+        codec: ProtocolCodec,
         auth: AuthContext,
         body: dict[str, Any],
         started_ms: int,
     ) -> RequestContext:
         user_id = svc_user_id(request.headers)
         session = session_id(request.headers)
-        codec = get_codec(protocol)
         canonical = codec.decode_request(body, request.headers)
         model = await self.resolve_model(canonical.model, auth)
         return RequestContext(
             request_id=request.state.request_id,
-            endpoint=endpoint,
-            protocol=protocol,
+            endpoint=codec.route.endpoint,
             codec=codec,
             auth=auth,
             body=body,
@@ -147,89 +144,101 @@ class TextGateway:
             trace=tracing.current(),
         )
 
-    async def _run(self, request: Request, ctx: RequestContext) -> BodyAnswer | StreamAnswer:
+    async def _run(self, request: Request, ctx: RequestContext, timings: Timings) -> BodyAnswer | StreamAnswer:
         # Cheap refusals first: limits and balance before reading any of our own media from storage.
         if ctx.trace is None:
             await self.accounting.admit(ctx)
         else:
             await _traced_admission(self.accounting, ctx)
-        outcome = Outcome()
-        ending = _Ending(self, ctx, outcome)
+        opened: list[OpenCall] = []  # the answered call, known even if the client leaves while it is read
         try:
             ctx.rewritten = await self.own_media.inline(ctx.canonical)
             # Until the upstream has answered (the whole body, when not streaming) a hang-up cancels the call.
-            call, payload = await _until_disconnect(request, self._call(ctx, outcome))
+            call, payload = await _until_disconnect(request, self._call(ctx, timings, opened))
         except ServiceError as exc:
-            outcome.fail(exc.text_message, exc.status)
-            ending()
+            self._end(ctx, timings, opened, _failed(exc.text_message, exc.status))
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             raise
         except BaseException:
-            outcome.cancel(499)
-            ending()
+            self._end(ctx, timings, opened, Outcome(status="cancelled", http_status=499, error=CLIENT_GONE))
             raise
         response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
         if payload is None:
-            ending.stream = call.reply
             self.live_streams.add(call.reply)
+
+            def done(relayed: Relayed) -> None:
+                self.live_streams.discard(call.reply)
+                self._end(ctx, timings, opened, _relayed(relayed))
+
             stream = (
-                fast_stream(ctx, call, outcome, ending)
+                fast_stream(ctx, call, timings, done)
                 if call.fast
-                else translated_stream(ctx, call, response_id, outcome, ending)
+                else translated_stream(ctx, call, response_id, timings, done)
             )
             return StreamAnswer(stream, headers=ctx.extra_response_headers)
         try:
-            content = (
-                fast_body(ctx, call, payload, outcome)
-                if call.fast
-                else translated_body(ctx, call, payload, response_id, outcome)
+            content, relayed = (
+                fast_body(ctx, call, payload) if call.fast else translated_body(ctx, call, payload, response_id)
             )
         except ServiceError as exc:
-            outcome.fail(exc.text_message, exc.status)
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
+            self._end(ctx, timings, opened, _failed(exc.text_message, exc.status))
             raise
-        finally:
-            ending()
+        self._end(ctx, timings, opened, _relayed(relayed))
         return BodyAnswer(content, headers=ctx.extra_response_headers)
 
-    async def _call(self, ctx: RequestContext, outcome: Outcome) -> tuple[OpenCall, bytes | None]:
+    async def _call(
+        self, ctx: RequestContext, timings: Timings, opened: list[OpenCall]
+    ) -> tuple[OpenCall, bytes | None]:
         """The upstream call, and its whole body when not streaming (None: a stream to relay)."""
-        call = await self.caller.open(ctx)
-        outcome.deployment = call.candidate.key
-        outcome.fast = call.fast
+        call = await self.caller.open(ctx, timings)
+        opened.append(call)
         if ctx.stream:
             return call, None
         try:
             payload = await call.reply.read_all()
         finally:
             await call.reply.release()
-        outcome.upstream_done = time.perf_counter()
+        timings.upstream_done = time.perf_counter()
         return call, payload
 
-
-class _Ending:
-    """The end of one request, reported to accounting exactly once whichever way it ends."""
-
-    __slots__ = ("_ctx", "_done", "_gateway", "_outcome", "stream")
-
-    def __init__(self, gateway: TextGateway, ctx: RequestContext, outcome: Outcome) -> None:
-        self._gateway = gateway
-        self._ctx = ctx
-        self._outcome = outcome
-        self._done = False
-        self.stream: UpstreamReply | None = None  # a live stream, tracked until it ends
-
-    def __call__(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        if self.stream is not None:
-            self._gateway.live_streams.discard(self.stream)
-        record_call(self._ctx, self._outcome)
-        if self._ctx.trace is None:
-            self._gateway.accounting.finish(self._ctx, self._outcome)
+    def _end(self, ctx: RequestContext, timings: Timings, opened: list[OpenCall], outcome: Outcome) -> None:
+        """The end of one request, however it ended (once): latency metrics, then settlement and the log row."""
+        call = opened[0] if opened else None
+        outcome = dataclasses.replace(
+            outcome,
+            deployment=call.candidate.key if call is not None else None,
+            fast=call.fast if call is not None else True,
+            upstream_called=timings.first_attempt > 0,
+        )
+        record_call(ctx, outcome, timings)
+        if ctx.trace is None:
+            self.accounting.finish(ctx, outcome)
         else:
-            _traced_settlement(self._gateway.accounting, self._ctx, self._outcome)
+            _traced_settlement(self.accounting, ctx, call.span if call is not None else None, outcome)
+
+
+def _failed(message: str, http_status: int) -> Outcome:
+    return Outcome(status="error", http_status=http_status, error=message)
+
+
+def _relayed(relayed: Relayed) -> Outcome:
+    """How an answered request ended, from what its relay learned: an error event or a cut stream fails it
+    (the status stays the committed 200), a hang-up cancels it."""
+    if relayed.error is not None:
+        status, error = "error", relayed.error
+    elif relayed.hung_up:
+        status, error = "cancelled", CLIENT_GONE
+    else:
+        status, error = "success", None
+    return Outcome(
+        status=status,
+        error=error,
+        usage=relayed.usage,
+        result=relayed.result,
+        produced_chars=relayed.produced_chars,
+        relayed_events=relayed.relayed_events,
+    )
 
 
 async def _traced_admission(accounting: Accounting, ctx: RequestContext) -> None:
@@ -242,11 +251,11 @@ async def _traced_admission(accounting: Accounting, ctx: RequestContext) -> None
     tracing.end(span, {"modelport.held_usd": ctx.held_micros / 1_000_000})
 
 
-def _traced_settlement(accounting: Accounting, ctx: RequestContext, outcome: Outcome) -> None:
+def _traced_settlement(accounting: Accounting, ctx: RequestContext, upstream_span: Any, outcome: Outcome) -> None:
     """The end of the upstream span (the answer is over), then settlement: cost, charge, log row (queued)."""
     usage = outcome.usage
     tracing.end(
-        ctx.upstream_span,
+        upstream_span,
         {
             "gen_ai.usage.input_tokens": usage.input_tokens if usage is not None else 0,
             "gen_ai.usage.output_tokens": usage.output_tokens if usage is not None else 0,
@@ -261,32 +270,11 @@ def _traced_settlement(accounting: Accounting, ctx: RequestContext, outcome: Out
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Await `work`, cancelling it if the client disconnects first (the body has been read already).
-
-    One watcher task per request: it cancels this task when `http.disconnect` arrives."""
-    this = asyncio.current_task()
-    assert this is not None
-    gone = False
-
-    async def watch() -> None:
-        nonlocal gone
-        await _wait_disconnect(request)
-        gone = True
-        this.cancel()
-
-    watcher = asyncio.get_running_loop().create_task(watch())
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if gone:
-            raise ClientGone() from None
-        raise
-    finally:
-        watcher.cancel()
-
-
-async def _wait_disconnect(request: Request) -> None:
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
+    """Await `work`, cancelling it if the client disconnects first (the body has been read already)."""
+    with DisconnectWatch(request.receive) as watch:
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if watch.gone:
+                raise ClientGone() from None
+            raise

@@ -5,6 +5,10 @@ the `model` they name (the client's id, `model_name.py`) and a Chat usage chunk 
 for; usage is read on the side. Translated path: upstream
 events are decoded to the canonical stream and encoded in the client's protocol. Either way a stream that
 breaks, or ends without its protocol's final event, is closed with the client protocol's error event.
+
+A relay reports what it learned (usage, the answer for the log, an error, what was produced) in a
+`Relayed`, returned with a whole body or handed to `done` once when a stream ends, and its timings in the
+request's `Timings`; the pipeline decides settlement and logging from them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import orjson
 
 from modelport.core.accumulate import StreamAccumulator
+from modelport.core.codec import ProtocolCodec
 from modelport.core.events import (
     ReasoningDelta,
     RefusalDelta,
@@ -27,9 +32,9 @@ from modelport.core.events import (
 )
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.core.response import CanonicalResponse
-from modelport.core.sse import SSEParser
+from modelport.core.sse import SSEParser, sse_frame
 from modelport.errors import UpstreamError
-from modelport.gateway.context import Outcome, RequestContext
+from modelport.gateway.context import Relayed, RequestContext, Timings
 from modelport.gateway.model_name import ModelNamer
 from modelport.gateway.upstream_call import OpenCall
 from modelport.upstreams.transport import UpstreamStreamBroken
@@ -39,57 +44,30 @@ UPSTREAM_EVENT_MESSAGE = "upstream error event in stream"  # the event named no 
 _MAX_EVENT_MESSAGE = 1000
 
 
-def sse_frame(event: str | None, data: str) -> bytes:
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {data}\n\n".encode()
-
-
-def _is_usage_only_chunk(data: str) -> bool:
-    if '"usage"' not in data or '"choices"' not in data:
-        return False
-    try:
-        chunk = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(chunk, dict) and chunk.get("choices") == [] and chunk.get("usage") is not None
-
-
 @asynccontextmanager
-async def _relaying(call: OpenCall, outcome: Outcome, finish: Callable[[], None]) -> AsyncIterator[None]:
-    """The shared end of both stream relays: leaving by an exception (the client hung up) marks the request
-    cancelled unless an error is recorded already; the upstream reply is released and the request
-    finished, however the stream ends."""
+async def _relaying(call: OpenCall, relayed: Relayed, done: Callable[[Relayed], None]) -> AsyncIterator[None]:
+    """The shared end of both stream relays: leaving by an exception means the client hung up; the upstream
+    reply is released and what was learned handed over, however the stream ends."""
     try:
         yield
     except BaseException:
-        outcome.cancel()
+        relayed.hung_up = True
         raise
     finally:
         await call.reply.release()
-        finish()
+        done(relayed)
 
 
-def _cut(call: OpenCall, outcome: Outcome) -> str:
+def _cut(call: OpenCall, relayed: Relayed) -> str:
     """The stream ended without its protocol's final event: record why, for the client's error event."""
-    message = call.reply.cut_reason or STREAM_BROKEN_MESSAGE
-    outcome.fail(message)
-    return message
+    relayed.error = call.reply.cut_reason or STREAM_BROKEN_MESSAGE
+    return relayed.error
 
 
-def upstream_event_message(data: str) -> str:
-    """The message of an upstream's in-stream error event, for the request log: Chat's and Messages'
-    ``error.message``, Responses' ``message`` (``error`` event) or ``response.error.message``
-    (``response.failed``)."""
-    try:
-        parsed: Any = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, dict):
-        response = parsed.get("response")
-        for holder in (parsed.get("error"), response.get("error") if isinstance(response, dict) else None, parsed):
-            if isinstance(holder, dict) and isinstance(holder.get("message"), str) and holder["message"]:
-                return str(holder["message"])[:_MAX_EVENT_MESSAGE]
-    return UPSTREAM_EVENT_MESSAGE
+def upstream_event_message(codec: ProtocolCodec, data: str) -> str:
+    """The message of an upstream's in-stream error event (read by its codec), for the request log."""
+    message = codec.error_event_message(data)
+    return message[:_MAX_EVENT_MESSAGE] if message else UPSTREAM_EVENT_MESSAGE
 
 
 def _ends_well(call: OpenCall, event: str | None, data: str) -> bool:
@@ -110,92 +88,93 @@ class _Keeper:
             self.accumulator.feed(item)
 
 
+def _json_body(payload: bytes) -> Any:
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamError("the upstream answered with a body that is not JSON") from exc
+
+
 # ---------------------------------------------------------------- non-streaming
 
 
-def fast_body(ctx: RequestContext, call: OpenCall, payload: bytes, outcome: Outcome) -> bytes:
+def fast_body(ctx: RequestContext, call: OpenCall, payload: bytes) -> tuple[bytes, Relayed]:
     """The upstream body as is but for `model` (the client's id); usage read from it."""
-    try:
-        parsed: Any = orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
-        raise UpstreamError("the upstream answered with a body that is not JSON") from exc
+    parsed = _json_body(payload)
+    relayed = Relayed()
     if isinstance(parsed, dict):
-        outcome.usage = ctx.codec.usage_from_body(parsed)
-        outcome.result = parsed
-    return ModelNamer(ctx.canonical.model).body(payload, parsed)
+        relayed.usage = ctx.codec.usage_from_body(parsed)
+        relayed.result = parsed
+    return ModelNamer(ctx.canonical.model).body(payload, parsed), relayed
 
 
-def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, response_id: str, outcome: Outcome) -> bytes:
-    try:
-        parsed: Any = orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
-        raise UpstreamError("the upstream answered with a body that is not JSON") from exc
+def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, response_id: str) -> tuple[bytes, Relayed]:
+    parsed = _json_body(payload)
     if not isinstance(parsed, dict):
         raise UpstreamError("the upstream answered with an unexpected body")
     canonical: CanonicalResponse = call.upstream_codec.decode_response(parsed)
     canonical.id = response_id
     canonical.model = ctx.canonical.model
-    outcome.usage = canonical.usage
     encoded = ctx.codec.encode_response(canonical, ctx.canonical.model, request=ctx.canonical)
-    outcome.result = encoded
-    return orjson.dumps(encoded)
+    return orjson.dumps(encoded), Relayed(usage=canonical.usage, result=encoded)
 
 
 # ---------------------------------------------------------------- streaming
 
 
 async def fast_stream(
-    ctx: RequestContext, call: OpenCall, outcome: Outcome, finish: Callable[[], None]
+    ctx: RequestContext, call: OpenCall, timings: Timings, done: Callable[[Relayed], None]
 ) -> AsyncGenerator[bytes, None]:
     parser = SSEParser()
     sniffer = ctx.codec.usage_sniffer()
     namer = ModelNamer(ctx.canonical.model)
     codec = ctx.codec
-    done = errored = False
+    relayed = Relayed()
+    ended = errored = False
     assert call.reply.chunks is not None
     # Only teams that keep payloads pay for decoding the relayed stream on the side.
     keeper = _Keeper(ctx) if ctx.auth.log_retention else None
-    async with _relaying(call, outcome, finish):
+    async with _relaying(call, relayed, done):
         try:
             try:
                 async for chunk in call.reply.chunks:
                     began = perf_counter()
                     out: list[bytes] = []
                     for sse in parser.feed(chunk):
-                        if not outcome.first_output and codec.carries_output(sse.event, sse.data):
-                            outcome.first_output = began
+                        if not timings.first_output and codec.carries_output(sse.event, sse.data):
+                            timings.first_output = began
                         sniffer.feed(sse.event, sse.data)
                         if keeper is not None:
                             keeper.feed(sse.event, sse.data)
                         if codec.is_terminal(sse.event, sse.data):
-                            done = True
+                            ended = True
                         data = sse.data
                         if codec.is_error_event(sse.event, data):
                             # The upstream's own error reaches the client; it is the one error it gets.
                             errored = True
                             data = UPSTREAM_SECRETS.scrub(data)  # some upstreams quote their key
-                            outcome.fail(upstream_event_message(data))
-                        if call.strip_usage_chunk and _is_usage_only_chunk(data):
+                            relayed.error = upstream_event_message(codec, data)
+                        if call.strip_usage_chunk and codec.is_usage_only(data):
                             continue
-                        outcome.produced_chars += 4  # ~1 token per streamed delta (see Outcome)
+                        relayed.relayed_events += 1
                         out.append(sse_frame(sse.event, namer.event(data)))
-                    outcome.relay_seconds += perf_counter() - began
+                    timings.relay_seconds += perf_counter() - began
                     if out:
                         yield b"".join(out)
-                outcome.upstream_done = perf_counter()
+                timings.upstream_done = perf_counter()
             except UpstreamStreamBroken:
-                done = False
-            if not done and not errored:
+                ended = False
+            if not ended and not errored:
                 encoder = ctx.codec.stream_encoder(ctx.canonical.model, ctx.request_id, False)
-                yield encoder.error(_cut(call, outcome))
+                yield encoder.error(_cut(call, relayed))
         finally:
-            outcome.usage = sniffer.usage
+            relayed.usage = sniffer.usage
             if keeper is not None:
-                outcome.result = keeper.accumulator
+                relayed.result = keeper.accumulator
 
 
 async def translated_stream(
-    ctx: RequestContext, call: OpenCall, response_id: str, outcome: Outcome, finish: Callable[[], None]
+    ctx: RequestContext, call: OpenCall, response_id: str, timings: Timings, done: Callable[[Relayed], None]
 ) -> AsyncGenerator[bytes, None]:
     parser = SSEParser()
     decoder = call.upstream_codec.stream_decoder()
@@ -203,53 +182,51 @@ async def translated_stream(
         ctx.canonical.model, response_id, ctx.canonical.include_usage, request=ctx.canonical
     )
     accumulator = StreamAccumulator()
-    done = False
+    relayed = Relayed(result=accumulator)
+    ended = False
     assert call.reply.chunks is not None
 
     def encode_all(events: list[Any]) -> bytes:
-        nonlocal done
+        nonlocal ended
         out: list[bytes] = []
         for event in events:
             accumulator.feed(event)
             if isinstance(event, TextDelta | RefusalDelta | ReasoningDelta):
-                outcome.produced_chars += len(event.text)  # all output is billed, not only the answer text
-                if not outcome.first_output:
-                    outcome.first_output = perf_counter()
+                relayed.produced_chars += len(event.text)  # all output is billed, not only the answer text
+                if not timings.first_output:
+                    timings.first_output = perf_counter()
             elif isinstance(event, ToolCallDelta):
-                outcome.produced_chars += len(event.arguments)
-                if not outcome.first_output:
-                    outcome.first_output = perf_counter()
+                relayed.produced_chars += len(event.arguments)
+                if not timings.first_output:
+                    timings.first_output = perf_counter()
             elif isinstance(event, UsageUpdate):
-                outcome.usage = event.usage
+                relayed.usage = event.usage
             elif isinstance(event, StreamError):
                 message = UPSTREAM_SECRETS.scrub(event.message)  # some upstreams quote their key
-                outcome.fail(message)
-                done = True
+                relayed.error = message
+                ended = True
                 out.append(encoder.error(message, event.type))
                 return b"".join(out)
             out.append(encoder.encode(event))
         return b"".join(out)
 
-    async with _relaying(call, outcome, finish):
+    async with _relaying(call, relayed, done):
         try:
-            try:
-                async for chunk in call.reply.chunks:
-                    for sse in parser.feed(chunk):
-                        began = perf_counter()
-                        if _ends_well(call, sse.event, sse.data):
-                            done = True
-                        data = encode_all(decoder.feed(sse.event, sse.data))
-                        outcome.relay_seconds += perf_counter() - began
-                        if data:
-                            yield data
-                        if outcome.status == "error":
-                            return
-                outcome.upstream_done = perf_counter()
-                tail = encode_all(decoder.close())
-                if tail:
-                    yield tail
-            except UpstreamStreamBroken:
-                done = False
-            yield encoder.close() if done else encoder.error(_cut(call, outcome))
-        finally:
-            outcome.result = accumulator
+            async for chunk in call.reply.chunks:
+                for sse in parser.feed(chunk):
+                    began = perf_counter()
+                    if _ends_well(call, sse.event, sse.data):
+                        ended = True
+                    data = encode_all(decoder.feed(sse.event, sse.data))
+                    timings.relay_seconds += perf_counter() - began
+                    if data:
+                        yield data
+                    if relayed.error is not None:
+                        return
+            timings.upstream_done = perf_counter()
+            tail = encode_all(decoder.close())
+            if tail:
+                yield tail
+        except UpstreamStreamBroken:
+            ended = False
+        yield encoder.close() if ended else encoder.error(_cut(call, relayed))

@@ -9,9 +9,10 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
+from modelport.core.codec import ProtocolCodec
 from modelport.gateway.openapi_docs import request_body, success_response
 from modelport.gateway.pipeline import TEXT_GATEWAY, TextGateway
-from modelport.gateway.protocol_routes import PROTOCOL_ROUTES, ProtocolRoute
+from modelport.gateway.protocol_routes import BY_PATH
 from modelport.web.deps import get_services
 
 router = APIRouter(tags=["text"])
@@ -29,22 +30,22 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _handler(route: ProtocolRoute) -> Callable[[Request], Awaitable[Response]]:
+def _handler(codec: ProtocolCodec) -> Callable[[Request], Awaitable[Response]]:
     async def handle(request: Request) -> Response:
         # Normally answered by the ASGI dispatch in front of the router; kept so the route is complete.
         gateway: TextGateway = get_services(request)[TEXT_GATEWAY]
-        return await gateway.handle(request, route.endpoint, route.protocol)
+        return await gateway.handle(request, codec)
 
     return handle
 
 
-for _route in PROTOCOL_ROUTES:
+for _codec in BY_PATH.values():
     router.add_api_route(
-        _route.path,
-        _handler(_route),
+        _codec.route.path,
+        _handler(_codec),
         methods=["POST"],
-        name=_route.name,
-        summary=_route.summary,
-        responses={**_ERRORS, 200: success_response(_route.path)},
-        openapi_extra=request_body(_route.path),
+        name=_codec.route.operation,
+        summary=_codec.route.summary,
+        responses={**_ERRORS, 200: success_response(_codec)},
+        openapi_extra=request_body(_codec),
     )

@@ -14,10 +14,10 @@ from typing import Any
 
 from modelport import tracing
 from modelport.catalog_spec import Deployment
-from modelport.core.codec import ProtocolCodec, ProtocolName
+from modelport.core.codec import ProtocolCodec
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.errors import ModelUnavailable
-from modelport.gateway.context import RequestContext
+from modelport.gateway.context import RequestContext, Timings
 from modelport.gateway.model_name import splice_request_model
 from modelport.gateway.routing import Candidate, DeploymentRouter
 from modelport.gateway.upstream_errors import (
@@ -34,29 +34,24 @@ from modelport.metrics import (
     deployment_label,
     provider_of,
 )
-from modelport.protocols import get_codec
-from modelport.upstreams.kinds import OUTPUT_CAP_FIELD, auth_headers, deployment_max_output, protocol_of
+from modelport.net.retry_after import retry_after_seconds
+from modelport.upstreams.kinds import auth_headers, codec_of, deployment_max_output, spec_of
 from modelport.upstreams.pool import UpstreamPool
 from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
 
 
 @dataclass(slots=True)
 class OpenCall:
+    """What the caller learned: the deployment that answered 200, on which path, and its reply."""
+
     candidate: Candidate
     fast: bool
-    upstream_protocol: ProtocolName
     upstream_codec: ProtocolCodec
     reply: UpstreamReply
     # The client asked for no usage chunk but we asked the upstream for one (Chat streams): drop it.
     strip_usage_chunk: bool
-
-
-def _retry_after(reply: UpstreamReply) -> float | None:
-    value = reply.headers.get("retry-after")
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
+    # The answered attempt's tracing span (None when tracing is off), ended with the answer by the pipeline.
+    span: Any = None
 
 
 def _error_kind(status: int) -> str:
@@ -84,7 +79,9 @@ class UpstreamCaller:
         self.pool = pool
         self.router = router
 
-    async def open(self, ctx: RequestContext) -> OpenCall:
+    async def open(self, ctx: RequestContext, timings: Timings) -> OpenCall:
+        """The first deployment to answer 200. Times go to `timings` as they happen (an attempt made counts
+        even when the client hangs up before an answer: `timings.first_attempt`)."""
         candidates = self.router.plan(ctx.model, ctx.session_id)
         usable = [c for c in candidates if not self.router.is_cooling(c)]
         if not usable:
@@ -95,22 +92,21 @@ class UpstreamCaller:
         last_status: int | None = None
         for candidate in usable:
             deployment = candidate.deployment
-            up_protocol = protocol_of(deployment)
-            codec = get_codec(up_protocol)
-            fast = up_protocol == ctx.protocol and not ctx.rewritten
+            codec = codec_of(deployment)
+            fast = codec is ctx.codec and not ctx.rewritten
             body, strip_usage, raw = self._body(ctx, deployment, codec, fast)
             headers = self._headers(ctx, deployment, codec)
             labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key))
             span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
             tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
             sent = time.perf_counter()
-            ctx.upstream_called = True
+            timings.first_attempt = timings.first_attempt or sent
             try:
                 reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream, raw=raw)
             except UpstreamUnreachable as exc:
                 UPSTREAM_REQUESTS.labels(*labels, "0").inc()
                 UPSTREAM_ERRORS.labels(*labels, "unreachable").inc()
-                ctx.upstream_waited += time.perf_counter() - sent
+                timings.upstream_waited += time.perf_counter() - sent
                 tracing.end(span, error="unreachable")
                 self.router.fail(candidate, rate_limited=False, error=f"unreachable: {exc}")
                 last_status = None
@@ -118,28 +114,28 @@ class UpstreamCaller:
             UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
             UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
             if reply.status == 200:
-                ctx.upstream_sent = sent
-                ctx.upstream_span = span  # ended with the answer (pipeline)
+                timings.upstream_sent = sent
                 self.router.succeed(candidate)
-                return OpenCall(candidate, fast, up_protocol, codec, reply, strip_usage)
+                return OpenCall(candidate, fast, codec, reply, strip_usage, span)
             UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
             tracing.end(span, {"http.response.status_code": reply.status}, error=f"HTTP {reply.status}")
             payload = await reply.read_all()
             await reply.release()
             waited = time.perf_counter() - sent
-            ctx.upstream_waited += waited
+            timings.upstream_waited += waited
             UPSTREAM_DURATION.labels(*labels).observe(waited)
-            if is_retryable(reply.status) or is_deployment_fault(reply.status, payload):
+            fault = codec.upstream_fault(payload)
+            if is_retryable(reply.status) or is_deployment_fault(reply.status, fault):
                 excerpt = UPSTREAM_SECRETS.scrub(payload[:4096].decode("utf-8", "replace"))[:200]
                 self.router.fail(
                     candidate,
                     rate_limited=reply.status == 429,
-                    retry_after=_retry_after(reply),
+                    retry_after=retry_after_seconds(reply.headers.get("retry-after")),
                     error=f"HTTP {reply.status}: {excerpt}",
                 )
                 last_status = reply.status
                 continue
-            raise client_error_for(reply.status, payload)
+            raise client_error_for(reply.status, fault)
         raise exhausted_error(last_status, self.router.retry_after(candidates))
 
     def _body(
@@ -152,7 +148,7 @@ class UpstreamCaller:
             body = dict(ctx.body)
             body["model"] = deployment.model
             if cap is not None:
-                _cap_fast_body(body, cap, OUTPUT_CAP_FIELD[deployment.kind])
+                _cap_fast_body(body, cap, codec.output_cap_fields, spec_of(deployment).output_cap_field)
         else:
             canonical = ctx.canonical
             if cap is not None:
@@ -178,13 +174,9 @@ class UpstreamCaller:
         return headers
 
 
-# Every request field that caps the answer, in each protocol (Chat has two).
-_CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
-
-
-def _cap_fast_body(body: dict[str, Any], cap: int, kind_field: str) -> None:
+def _cap_fast_body(body: dict[str, Any], cap: int, cap_fields: tuple[str, ...], kind_field: str) -> None:
     """Lower the client's own cap fields to `cap`, or add the upstream kind's field when it set none."""
-    own = [name for name in _CAP_FIELDS if isinstance(body.get(name), int)]
+    own = [name for name in cap_fields if isinstance(body.get(name), int)]
     for name in own:
         body[name] = min(body[name], cap)
     if not own:

@@ -8,10 +8,7 @@ reports the last one if every deployment fails.
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
-
+from modelport.core.codec import UpstreamFault
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.errors import InvalidParameters, ModelUnavailable, ServiceError, UpstreamError
 
@@ -25,63 +22,28 @@ def is_retryable(status: int) -> bool:
     return status in RETRYABLE_STATUSES or status >= 500 or status == 404
 
 
-def upstream_message(body: bytes) -> str | None:
-    """The human message inside an upstream error body (OpenAI or Anthropic shape), if any."""
-    try:
-        parsed: Any = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(parsed, dict):
-        error = parsed.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return UPSTREAM_SECRETS.scrub(str(error["message"]))[:_MAX_MESSAGE]
-        if isinstance(error, str):
-            return UPSTREAM_SECRETS.scrub(error)[:_MAX_MESSAGE]
-    return None
+def _clean(value: str | None, limit: int) -> str | None:
+    return UPSTREAM_SECRETS.scrub(value)[:limit] if value else value
 
 
-def is_deployment_fault(status: int, body: bytes) -> bool:
-    """The upstream does not know the deployment's model (404, or Responses' 400 `model_not_found`):
-    the catalog is wrong, not the client's request."""
-    if status == 404:
-        return True
-    if status != 400:
-        return False
-    try:
-        parsed: Any = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return False
-    error = parsed.get("error") if isinstance(parsed, dict) else None
-    return isinstance(error, dict) and error.get("code") == "model_not_found"
+def is_deployment_fault(status: int, fault: UpstreamFault | None) -> bool:
+    """The upstream does not know the deployment's model (404, or what its protocol says instead, such as
+    Responses' 400 `model_not_found`): the catalog is wrong, not the client's request."""
+    return status == 404 or (status == 400 and fault is not None and fault.unknown_model)
 
 
-def _upstream_field(body: bytes, key: str) -> str | None:
-    try:
-        parsed: Any = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    error = parsed.get("error") if isinstance(parsed, dict) else None
-    value = error.get(key) if isinstance(error, dict) else None
-    return UPSTREAM_SECRETS.scrub(value)[:200] if isinstance(value, str) and value else None
-
-
-def upstream_param(body: bytes) -> str | None:
-    return _upstream_field(body, "param")
-
-
-def upstream_code(body: bytes) -> str | None:
-    """The upstream's machine-readable ``code`` (``context_length_exceeded``, ``invalid_function_parameters``,
-    ...): clients branch on it, so it is kept."""
-    return _upstream_field(body, "code")
-
-
-def client_error_for(status: int, body: bytes) -> ServiceError:
-    """A non-retryable upstream error status, as the client should see it."""
-    message = upstream_message(body)
+def client_error_for(status: int, fault: UpstreamFault | None) -> ServiceError:
+    """A non-retryable upstream error status, as the client should see it (`fault`: what the body said, read
+    by the upstream's codec). The upstream's ``code`` (``context_length_exceeded``, ...) is kept: clients
+    branch on it."""
+    fault = fault or UpstreamFault()
+    message = _clean(fault.message, _MAX_MESSAGE)
     if status in (400, 413, 422):
         # The request itself was refused (bad parameter, context too long...): the client can fix it.
         return InvalidParameters(
-            message or "the upstream model rejected the request", param=upstream_param(body), code=upstream_code(body)
+            message or "the upstream model rejected the request",
+            param=_clean(fault.param, 200),
+            code=_clean(fault.code, 200),
         )
     if status in (401, 403):
         return UpstreamError("the upstream refused the gateway credentials (check the deployment key)", status=502)

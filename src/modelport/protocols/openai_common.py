@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.core.codec import ListedModel
 from modelport.core.messages import CanonicalRequest
 
 SHARED_FIELDS = ("prompt_cache_key", "prompt_cache_retention", "store", "service_tier", "safety_identifier")
@@ -57,3 +58,27 @@ def logprob_entries(value: Any) -> list[dict[str, Any]] | None:
 def chat_logprobs(entries: list[dict[str, Any]] | None) -> dict[str, Any] | None:
     """A Chat choice's ``logprobs`` object for `entries` (None when there are none)."""
     return {"content": entries, "refusal": None} if entries else None
+
+
+def openai_error_body(
+    message: str, type: str, *, code: str | None = None, param: str | None = None, status: int | None = None
+) -> dict[str, Any]:
+    """OpenAI's error shape (Chat Completions, Responses and the text host's other routes): ``param`` and
+    ``code`` always present, null when unknown, as the real API sends them. The one renderer of it."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def model_fields(model: ListedModel) -> dict[str, Any]:
+    """An entry of OpenAI's Models API (``object: model``), with the context limits clients size with."""
+    return {
+        "id": model.id,
+        "object": "model",
+        "created": model.created_at,
+        "owned_by": model.provider,
+        "context_window": model.context_window,
+        "max_output_tokens": model.max_output_tokens,
+    }
+
+
+def model_list_fields(data: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"object": "list", "data": data}

@@ -16,6 +16,9 @@ import aiohttp
 import orjson
 
 from modelport.errors import InvalidParameters
+from modelport.protocols.openai_chat import CODEC as CHAT
+from modelport.protocols.openai_chat.stream_encode import DONE as CHAT_DONE
+from modelport.protocols.openai_chat.stream_encode import frame as chat_frame
 from modelport.upstreams.local_model import LocalModel, StreamCut, StreamInterrupted
 
 
@@ -114,7 +117,8 @@ class HttpTransport:
 
 
 class LocalTransport:
-    """The embedded model behind the same interface; it speaks Chat Completions."""
+    """The embedded model behind the same interface; it speaks Chat Completions (its chunks and errors are
+    written by that protocol's package)."""
 
     def __init__(self, model: LocalModel) -> None:
         self._model = model
@@ -132,14 +136,7 @@ class LocalTransport:
             # first chunk now, so they become a plain 400 instead of an error inside a committed 200 stream.
             first = await anext(generator)
         except InvalidParameters as exc:
-            error = {
-                "error": {
-                    "message": exc.text_message,
-                    "type": "invalid_request_error",
-                    "param": exc.param,
-                    "code": exc.code,
-                }
-            }
+            error = CHAT.error_body(exc.text_message, exc.error_type, code=exc.code, param=exc.param)
             return UpstreamReply(400, {"content-type": "application/json"}, body=orjson.dumps(error))
         except StopAsyncIteration:
             first = None
@@ -147,10 +144,10 @@ class LocalTransport:
         async def chunks() -> AsyncIterator[bytes]:
             try:
                 if first is not None:
-                    yield b"data: " + orjson.dumps(first) + b"\n\n"
+                    yield chat_frame(first)
                 async for chunk in generator:
-                    yield b"data: " + orjson.dumps(chunk) + b"\n\n"
-                yield b"data: [DONE]\n\n"
+                    yield chat_frame(chunk)
+                yield CHAT_DONE
             except StreamInterrupted as exc:  # cut by shutdown: the relay ends it like a broken upstream
                 raise UpstreamStreamBroken("the local model's stream was cut") from exc
             finally:

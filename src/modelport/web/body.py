@@ -4,8 +4,9 @@
 client put any amount into memory first. Two pieces:
 
 - `read_body(request, max_bytes)`: what a route that takes a large body uses (the text gateway's
-  protocol entry and `count_tokens`, media task creation, asset registration): chunks are added up as
-  they come and the read stops at the cap. It tells `BodyLimit` that the route counts for itself.
+  protocol entry and `count_tokens`, media task creation, asset registration, console forms): chunks are
+  added up as they come and the read stops at the cap (`capped_chunks`, which an idempotent upload's spool
+  reads too). It tells `BodyLimit` that the route counts for itself.
 - `BodyLimit`: pure ASGI middleware on both hosts (`apps/factory.finish_app`) for every other route
   (FastAPI's JSON bodies, forms): it counts the bytes the app receives and, past `DEFAULT_MAX_BODY_BYTES`,
   answers 413 itself and hands the app a disconnect, so nothing more is read or buffered.
@@ -15,6 +16,7 @@ Every 413 closes the connection (`Connection: close`): the rest of the body is n
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -47,20 +49,26 @@ def declared_length(scope: Scope) -> int | None:
     return None
 
 
-async def read_body(request: Request, max_bytes: int) -> bytes:
-    """The whole body, refused with 413 as soon as more than `max_bytes` arrived (or were declared)."""
-    guard = request.scope.get("state", {}).get(_GUARD)
-    if isinstance(guard, _Guard):
-        guard.route_counts = True
+async def capped_chunks(
+    request: Request, max_bytes: int, too_large: PayloadTooLarge | None = None
+) -> AsyncIterator[bytes]:
+    """The body's chunks as they arrive, refused with 413 (`too_large`, else `body_too_large`) as soon as
+    more than `max_bytes` arrived or were declared. The one capped reader: the route counts for itself."""
+    counts_for_itself(request)
     declared = declared_length(request.scope)
     if declared is not None and declared > max_bytes:
-        raise body_too_large(max_bytes)
-    body = bytearray()
+        raise too_large or body_too_large(max_bytes)
+    size = 0
     async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise body_too_large(max_bytes)
-    return bytes(body)
+        size += len(chunk)
+        if size > max_bytes:
+            raise too_large or body_too_large(max_bytes)
+        yield chunk
+
+
+async def read_body(request: Request, max_bytes: int, too_large: PayloadTooLarge | None = None) -> bytes:
+    """The whole body, read with `capped_chunks`."""
+    return b"".join([chunk async for chunk in capped_chunks(request, max_bytes, too_large)])
 
 
 def counts_for_itself(request: Request) -> None:

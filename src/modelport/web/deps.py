@@ -16,6 +16,7 @@ from starlette.requests import Request
 from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
 from modelport.errors import AuthenticationFailed, NotFound, RateLimited
+from modelport.protocols import KEY_HEADERS
 from modelport.services import Services
 
 
@@ -71,18 +72,25 @@ async def media_auth(request: Request) -> AuthContext:
     return context
 
 
+_KEY_HEADERS_HINT = "".join(f" or {name}: <key>" for name in KEY_HEADERS)
+
+
 def text_api_key(request: Request) -> str:
+    """The key from ``Authorization: Bearer`` or a protocol's own key header (`protocols.KEY_HEADERS`)."""
     try:
-        bearer = bearer_token(request)
-        x_api_key = single_header(request, "x-api-key")
+        key = bearer_token(request)
+        keys = {name: single_header(request, name) for name in KEY_HEADERS}
     except DuplicateCredentialHeader as exc:
         raise AuthenticationFailed(f"more than one {exc.name} header", code="invalid_api_key") from None
-    if bearer is not None and x_api_key is not None and bearer != x_api_key.strip():
-        raise AuthenticationFailed("conflicting API keys in Authorization and x-api-key", code="invalid_api_key")
-    key = bearer or (x_api_key.strip() if x_api_key else "")
+    for name, value in keys.items():
+        if value is None:
+            continue
+        if key is not None and key != value.strip():
+            raise AuthenticationFailed(f"conflicting API keys in Authorization and {name}", code="invalid_api_key")
+        key = key or value.strip()
     if not key:
         raise AuthenticationFailed(
-            "Missing API key: send Authorization: Bearer <key> or x-api-key: <key>", code="invalid_api_key"
+            f"Missing API key: send Authorization: Bearer <key>{_KEY_HEADERS_HINT}", code="invalid_api_key"
         )
     return key
 

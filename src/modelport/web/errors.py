@@ -23,15 +23,11 @@ from modelport.errors import (
     ServiceError,
 )
 from modelport.metrics import REFUSALS
+from modelport.protocols import error_body_for_path
 from modelport.web.envelope import JSONBytesResponse
 
 Host = Literal["media", "text"]
 log = logging.getLogger("modelport.errors")
-
-
-#: Picks a protocol's error body for a request path (None: the host's shape). The text app passes one so
-#: that `/v1/messages...` errors come in Anthropic's shape; web/ itself knows no protocol.
-ErrorShape = Callable[[str, ServiceError], dict[str, Any] | None]
 
 
 _REFUSAL_KINDS: dict[type[ServiceError], str] = {
@@ -56,11 +52,15 @@ def count_refusal(error: ServiceError, host: Host) -> None:
         REFUSALS.labels(host, refusal_kind(error)).inc()
 
 
-def render_error(error: ServiceError, host: Host, *, path: str = "", shape: ErrorShape | None = None) -> Response:
+def error_body(error: ServiceError, host: Host, path: str = "") -> dict[str, Any]:
+    """The host's error body: the media envelope, or on the text host the shape of the protocol whose route
+    `path` is (OpenAI's elsewhere; `protocols.error_body_for_path`)."""
+    return error.media_body() if host == "media" else error_body_for_path(path, error)
+
+
+def render_error(error: ServiceError, host: Host, *, path: str = "") -> Response:
     count_refusal(error, host)
-    body = shape(path, error) if shape is not None else None
-    if body is None:
-        body = error.media_body() if host == "media" else error.text_body()
+    body = error_body(error, host, path)
     return JSONBytesResponse(body, status_code=error.status, headers=error.headers or None)
 
 
@@ -72,9 +72,9 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, str | None]:
     return (f"{param}: {msg}" if param else msg), param
 
 
-def install_error_handlers(app: FastAPI, host: Host, shape: ErrorShape | None = None) -> None:
+def install_error_handlers(app: FastAPI, host: Host) -> None:
     def render(request: Request, error: ServiceError) -> Response:
-        return render_error(error, host, path=request.url.path, shape=shape)
+        return render_error(error, host, path=request.url.path)
 
     async def on_service_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ServiceError)

@@ -27,7 +27,7 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from modelport.errors import ServiceError
-from modelport.web.errors import Host
+from modelport.web.errors import Host, error_body
 
 log = logging.getLogger("modelport.server")
 
@@ -65,7 +65,7 @@ class ConnectionLimits:
 
 def error_bytes(error: ServiceError, host: Host, extra_headers: dict[str, str] | None = None) -> bytes:
     """A whole HTTP/1.1 response that closes the connection, with the host's error body."""
-    body = orjson.dumps(error.media_body() if host == "media" else error.text_body())
+    body = orjson.dumps(error_body(error, host))
     headers = {
         "content-type": "application/json",
         "content-length": str(len(body)),

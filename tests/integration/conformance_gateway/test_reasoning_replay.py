@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelport.core.reasoning_carry import unwrap_anthropic
+from modelport.protocols.reasoning_carry import unwrap_anthropic
 from tests.integration.conformance_gateway.replay_gateway import ReplayGateway, Slot
 
 THINKING = Slot("r-m-thinking-turns", "anthropic_messages/test_anthropic_model_thinking_part")

@@ -1,6 +1,6 @@
 """The stream relays' terminal-event logic: a stream that ends with its protocol's final event ends cleanly;
-one that breaks or just stops ends with the client protocol's error event; a hang-up is a cancel; the
-request is finished exactly once whichever way it ends."""
+one that breaks or just stops ends with the client protocol's error event; a hang-up is reported as such;
+what the relay learned is handed over exactly once whichever way it ends."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import pytest
 
 from modelport.accounts.auth import AuthContext
 from modelport.catalog_spec import Deployment, TextModel
-from modelport.core.codec import ProtocolName
-from modelport.gateway.context import Outcome, RequestContext
+from modelport.gateway.context import Relayed, RequestContext, Timings
 from modelport.gateway.relay import STREAM_BROKEN_MESSAGE, fast_stream, translated_stream
 from modelport.gateway.routing import Candidate
 from modelport.gateway.upstream_call import OpenCall
@@ -48,11 +47,11 @@ def test_each_codec_knows_its_final_and_error_events(
     assert codec.is_error_event(event, data) is error
 
 
-def context(protocol: ProtocolName) -> RequestContext:
+def context(protocol: str) -> RequestContext:
     codec = get_codec(protocol)
     body = {"model": "acme/chat", "stream": True, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     return RequestContext(
-        request_id="req_1", endpoint="e", protocol=protocol, codec=codec,
+        request_id="req_1", endpoint="e", codec=codec,
         auth=AuthContext("key_1", "mp-", "team_1", "t", "free"), body=body, canonical=codec.decode_request(body),
         model=TextModel(id="acme/chat", deployments=[Deployment(kind="openai_chat", model="m", base_url="http://x")]),
         stream=True, session_id=None, svc_user_id=None, headers={}, started_ms=0,
@@ -62,9 +61,11 @@ def context(protocol: ProtocolName) -> RequestContext:
 class Ends:
     def __init__(self) -> None:
         self.calls = 0
+        self.relayed = Relayed()
 
-    def __call__(self) -> None:
+    def __call__(self, relayed: Relayed) -> None:
         self.calls += 1
+        self.relayed = relayed
 
 
 def open_call(chunks: list[bytes], *, breaks: bool = False, fast: bool = True) -> tuple[OpenCall, list[str]]:
@@ -82,48 +83,49 @@ def open_call(chunks: list[bytes], *, breaks: bool = False, fast: bool = True) -
     reply = UpstreamReply(200, {}, chunks=stream(), release=release)
     candidate = Candidate("acme/chat#0", Deployment(kind="openai_chat", model="m", base_url="http://x"))
     codec = get_codec("openai_chat")
-    return OpenCall(candidate, fast, ProtocolName.OPENAI_CHAT, codec, reply, False), released
+    return OpenCall(candidate, fast, codec, reply, False), released
 
 
-async def relay_fast(chunks: list[bytes], *, breaks: bool = False) -> tuple[bytes, Outcome, Ends, list[str]]:
+async def relay_fast(chunks: list[bytes], *, breaks: bool = False) -> tuple[bytes, Relayed, Ends, list[str]]:
     call, released = open_call(chunks, breaks=breaks)
-    outcome, ends = Outcome(), Ends()
-    out = b"".join([part async for part in fast_stream(context(ProtocolName.OPENAI_CHAT), call, outcome, ends)])
-    return out, outcome, ends, released
+    ends = Ends()
+    out = b"".join([part async for part in fast_stream(context("openai_chat"), call, Timings(), ends)])
+    return out, ends.relayed, ends, released
 
 
 async def test_a_stream_with_its_final_event_ends_cleanly() -> None:
-    out, outcome, ends, released = await relay_fast([CHAT_CHUNK, CHAT_DONE])
+    out, relayed, ends, released = await relay_fast([CHAT_CHUNK, CHAT_DONE])
     assert out.endswith(CHAT_DONE) and b"error" not in out
-    assert outcome.status == "success" and ends.calls == 1 and released == ["released"]
+    assert relayed.error is None and not relayed.hung_up and relayed.relayed_events == 2
+    assert ends.calls == 1 and released == ["released"]
 
 
 @pytest.mark.parametrize("breaks", [False, True])
 async def test_a_stream_that_stops_or_breaks_ends_with_the_protocols_error_event(breaks: bool) -> None:
-    out, outcome, ends, released = await relay_fast([CHAT_CHUNK], breaks=breaks)
+    out, relayed, ends, released = await relay_fast([CHAT_CHUNK], breaks=breaks)
     assert out.startswith(b"data: {") and STREAM_BROKEN_MESSAGE.encode() in out.split(b"\n\n")[-2]
-    assert outcome.status == "error" and outcome.error == STREAM_BROKEN_MESSAGE
+    assert relayed.error == STREAM_BROKEN_MESSAGE
     assert ends.calls == 1 and released == ["released"]
 
 
 async def test_a_hang_up_is_a_cancel_and_finishes_once() -> None:
     call, released = open_call([CHAT_CHUNK, CHAT_CHUNK, CHAT_DONE])
-    outcome, ends = Outcome(), Ends()
-    stream = fast_stream(context(ProtocolName.OPENAI_CHAT), call, outcome, ends)
+    ends = Ends()
+    stream = fast_stream(context("openai_chat"), call, Timings(), ends)
     assert isinstance(stream, AsyncGenerator)
     assert b"hi" in await anext(stream)
     await stream.aclose()  # what Starlette does when the client goes away
-    assert outcome.status == "cancelled" and outcome.error == "client disconnected"
+    assert ends.relayed.hung_up and ends.relayed.error is None
     assert ends.calls == 1 and released == ["released"]
 
 
 async def test_a_translated_stream_closes_in_the_clients_protocol_or_reports_the_cut() -> None:
-    ctx = context(ProtocolName.ANTHROPIC_MESSAGES)
+    ctx = context("anthropic_messages")
     for chunks, ok in (([CHAT_CHUNK, CHAT_DONE], True), ([CHAT_CHUNK], False)):
         call, released = open_call(chunks, fast=False)
-        outcome, ends = Outcome(), Ends()
-        out = b"".join([p async for p in translated_stream(ctx, call, "msg_1", outcome, ends)])
+        ends = Ends()
+        out = b"".join([p async for p in translated_stream(ctx, call, "msg_1", Timings(), ends)])
         assert (b"event: message_stop" in out) is ok
         assert (b"event: error" in out) is not ok
-        assert outcome.status == ("success" if ok else "error")
+        assert (ends.relayed.error is None) is ok and ends.relayed.produced_chars == 2
         assert ends.calls == 1 and released == ["released"]

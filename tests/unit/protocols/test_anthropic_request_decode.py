@@ -13,7 +13,7 @@ import pytest
 from modelport.core import FilePart, ImagePart, OpaquePart, ReasoningConfig, ReasoningPart, TextPart, ToolChoice
 from modelport.core.media import INLINE_MEDIA_MAX_BYTES
 from modelport.errors import InvalidParameters, MissingParameter
-from modelport.protocols.anthropic_messages import decode_request, encode_request
+from modelport.protocols.anthropic_messages import CODEC, decode_request, encode_request
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 32).decode()
 
@@ -198,7 +198,11 @@ def test_invalid_request_is_a_400_naming_the_field(mutate: Callable[[dict[str, A
     err = caught.value
     assert err.param == param
     assert err.status == 400
-    assert err.text_body()["error"] == {"message": err.text_message, "type": "invalid_request_error", "param": param}
+    shape = CODEC.error_body(err.text_message, err.error_type, code=err.code, param=err.param)
+    assert shape == {
+        "type": "error",
+        "error": {"message": err.text_message, "type": "invalid_request_error", "param": param},
+    }
 
 
 def test_missing_max_tokens_is_a_missing_parameter() -> None:

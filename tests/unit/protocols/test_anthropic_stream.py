@@ -27,8 +27,8 @@ from modelport.core import (
     UsageUpdate,
     parse_sse,
 )
-from modelport.core.reasoning_carry import unwrap_openai
 from modelport.protocols.anthropic_messages import CODEC, MessagesStreamDecoder, MessagesStreamEncoder
+from modelport.protocols.reasoning_carry import unwrap_openai
 
 _EVENT = TypeAdapter(RawMessageStreamEvent)
 

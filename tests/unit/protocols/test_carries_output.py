@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from modelport.core.codec import ProtocolName
 from modelport.protocols import get_codec
 
 
@@ -31,4 +30,4 @@ from modelport.protocols import get_codec
     ],
 )
 def test_carries_output(protocol: str, event: str | None, data: str, expected: bool) -> None:
-    assert get_codec(ProtocolName(protocol)).carries_output(event, data) is expected
+    assert get_codec(protocol).carries_output(event, data) is expected

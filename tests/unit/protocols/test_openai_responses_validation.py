@@ -25,7 +25,7 @@ def _param(body: dict[str, Any]) -> str | None:
         CODEC.decode_request(body)
     error = caught.value
     assert error.status == 400
-    assert error.text_body()["error"]["type"] == "invalid_request_error"
+    assert error.error_type == "invalid_request_error"
     return error.param
 
 

@@ -18,8 +18,8 @@ from modelport.core import (
     ToolCallPart,
     ToolResultPart,
 )
-from modelport.core.reasoning_carry import unwrap_anthropic, unwrap_openai, wrap_anthropic, wrap_openai
 from modelport.protocols import get_codec
+from modelport.protocols.reasoning_carry import unwrap_anthropic, unwrap_openai, wrap_anthropic, wrap_openai
 
 MESSAGES = get_codec("anthropic_messages")
 RESPONSES = get_codec("openai_responses")

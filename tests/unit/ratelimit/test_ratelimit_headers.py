@@ -38,7 +38,7 @@ def test_rate_limited_error_carries_headers() -> None:
     err = rate_limited_error(d)
     assert isinstance(err, RateLimited)
     assert err.status == 429
-    assert err.text_body()["error"]["type"] == "rate_limit_exceeded"
+    assert err.error_type == "rate_limit_exceeded"
     assert err.headers["Retry-After"] == "20"
 
 

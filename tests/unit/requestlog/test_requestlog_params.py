@@ -66,4 +66,4 @@ def test_each_violation_names_its_parameter(overrides: dict[str, str | None], pa
     assert caught.value.param == param
     assert param in caught.value.text_message
     assert caught.value.status == 400
-    assert caught.value.text_body()["error"]["type"] == "invalid_request_error"
+    assert caught.value.error_type == "invalid_request_error"

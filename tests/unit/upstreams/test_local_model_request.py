@@ -101,7 +101,7 @@ def test_rejected_fields_are_named(body: dict[str, Any], param: str) -> None:
         parse_request({"messages": USER, **body}, default_max_tokens=10)
     assert info.value.param == param
     assert info.value.status == 400
-    assert info.value.text_body()["error"]["type"] == "invalid_request_error"
+    assert info.value.error_type == "invalid_request_error"
 
 
 def test_ignored_fields_do_not_fail() -> None:

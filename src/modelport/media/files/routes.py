@@ -28,7 +28,7 @@ from modelport.media.files.ranges import parse_range
 from modelport.media.files.repository import FileRecord
 from modelport.media.files.service import FILES
 from modelport.media.files.storage import ObjectMissing
-from modelport.web.body import counts_for_itself, declared_length
+from modelport.web.body import capped_chunks, counts_for_itself, declared_length
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 
@@ -93,11 +93,9 @@ async def upload_file(request: Request, auth: AuthContext = Depends(media_auth))
 
 async def _spool(request: Request, spool: IO[bytes], max_body: int, max_upload: int) -> str:
     digest = hashlib.sha256()
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_body:
-            raise PayloadTooLarge(f"the upload exceeds the limit of {max_upload} bytes")
+    async for chunk in capped_chunks(
+        request, max_body, PayloadTooLarge(f"the upload exceeds the limit of {max_upload} bytes")
+    ):
         digest.update(chunk)
         await asyncio.to_thread(spool.write, chunk)
     return digest.hexdigest()

@@ -26,6 +26,7 @@ from modelport.billing.key_budget import key_hold
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import MediaModel
 from modelport.clock import now_ms
+from modelport.core.sse import sse_frame
 from modelport.errors import Conflict, InsufficientQuota, InvalidFormat, InvalidParameters, NotFound, RequestLimited
 from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
@@ -375,7 +376,7 @@ class TaskService:
             seen = (view["status"], view["progress"], view["queue_position"])
             if seen != last:
                 last, last_write = seen, time.monotonic()
-                yield b"event: task\ndata: " + orjson.dumps(view) + b"\n\n"
+                yield sse_frame("task", orjson.dumps(view))
             if row.status in repo.TERMINAL or draining():
                 return
             if time.monotonic() - last_write >= keepalive:

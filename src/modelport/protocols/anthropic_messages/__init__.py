@@ -1,7 +1,6 @@
 """Anthropic Messages (``POST /v1/messages``) ↔ the canonical model."""
 
-from modelport.core.codec import ProtocolCodec
-from modelport.protocols.anthropic_messages.codec import AnthropicMessagesCodec
+from modelport.protocols.anthropic_messages.codec import CODEC
 from modelport.protocols.anthropic_messages.request_decode import decode_request
 from modelport.protocols.anthropic_messages.request_encode import encode_request
 from modelport.protocols.anthropic_messages.response import decode_response, encode_response, message_id
@@ -14,11 +13,8 @@ from modelport.protocols.anthropic_messages.usage import (
     usage_to_wire,
 )
 
-CODEC: ProtocolCodec = AnthropicMessagesCodec()
-
 __all__ = [
     "CODEC",
-    "AnthropicMessagesCodec",
     "MessagesStreamDecoder",
     "MessagesStreamEncoder",
     "MessagesUsageSniffer",

@@ -27,10 +27,10 @@ from modelport.core.parts import (
     ToolCallPart,
     ToolResultPart,
 )
-from modelport.core.reasoning_carry import unwrap_openai
 from modelport.core.validate import as_list, as_object, as_str, opt_bool, opt_str, require, require_str
 from modelport.errors import InvalidParameters
 from modelport.protocols.anthropic_messages.content import PROTOCOL, arguments_from_input
+from modelport.protocols.reasoning_carry import unwrap_openai
 
 IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 

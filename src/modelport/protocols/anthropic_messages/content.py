@@ -22,7 +22,7 @@ from modelport.core.parts import (
     TextPart,
     ToolCallPart,
 )
-from modelport.core.reasoning_carry import wrap_openai
+from modelport.protocols.reasoning_carry import wrap_openai
 
 PROTOCOL = "anthropic_messages"
 
@@ -110,7 +110,7 @@ def block_from_part(part: InputPart, same: bool) -> dict[str, Any] | None:
 
 def reasoning_block(part: ReasoningPart, extras: dict[str, Any]) -> dict[str, Any] | None:
     """A (redacted) thinking block. OpenAI reasoning (an item id and/or encrypted content, no signature) is
-    carried in the signature (`core.reasoning_carry`), so the client can send it back on the next turn."""
+    carried in the signature (`protocols.reasoning_carry`), so the client can send it back on the next turn."""
     if part.redacted is not None:
         return {"type": "redacted_thinking", "data": part.redacted, **extras}
     signature = part.signature or wrap_openai(part.id, part.encrypted_content)

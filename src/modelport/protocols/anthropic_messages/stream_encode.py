@@ -33,19 +33,20 @@ from modelport.core.events import (
     ToolCallStart,
     UsageUpdate,
 )
-from modelport.core.reasoning_carry import wrap_openai
 from modelport.core.response import StopReason
+from modelport.core.sse import sse_frame
 from modelport.core.usage import Usage
 from modelport.protocols.anthropic_messages.error_types import stream_error_type
 from modelport.protocols.anthropic_messages.response import message_id
 from modelport.protocols.anthropic_messages.stop import stop_reason_to_wire
 from modelport.protocols.anthropic_messages.usage import usage_to_wire
+from modelport.protocols.reasoning_carry import wrap_openai
 
-PING = b'event: ping\ndata: {"type": "ping"}\n\n'
+PING = sse_frame("ping", '{"type": "ping"}')
 
 
 def frame(payload: dict[str, Any]) -> bytes:
-    return b"event: " + str(payload["type"]).encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+    return sse_frame(str(payload["type"]), orjson.dumps(payload))
 
 
 @dataclass(slots=True)
@@ -56,7 +57,7 @@ class _Block:
     wire: int = -1
     deltas: list[dict[str, Any]] = field(default_factory=list)
     signed: bool = False  # a signature_delta went out (or is queued)
-    carry_id: str | None = None  # OpenAI reasoning to carry in the signature (core.reasoning_carry)
+    carry_id: str | None = None  # OpenAI reasoning to carry in the signature (protocols.reasoning_carry)
     carry_enc: str | None = None
 
     @property

@@ -1,7 +1,6 @@
 """OpenAI Chat Completions (``POST /v1/chat/completions``) ↔ the canonical model."""
 
-from modelport.core.codec import ProtocolCodec
-from modelport.protocols.openai_chat.codec import OpenAIChatCodec
+from modelport.protocols.openai_chat.codec import CODEC
 from modelport.protocols.openai_chat.request_decode import decode_request
 from modelport.protocols.openai_chat.request_encode import encode_request
 from modelport.protocols.openai_chat.response import decode_response, encode_response
@@ -9,14 +8,11 @@ from modelport.protocols.openai_chat.stream_decode import ChatStreamDecoder
 from modelport.protocols.openai_chat.stream_encode import ChatStreamEncoder
 from modelport.protocols.openai_chat.usage import ChatUsageSniffer, usage_from_body, usage_from_wire, usage_to_wire
 
-CODEC: ProtocolCodec = OpenAIChatCodec()
-
 __all__ = [
     "CODEC",
     "ChatStreamDecoder",
     "ChatStreamEncoder",
     "ChatUsageSniffer",
-    "OpenAIChatCodec",
     "decode_request",
     "decode_response",
     "encode_request",

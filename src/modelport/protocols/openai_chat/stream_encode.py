@@ -27,6 +27,7 @@ from modelport.core.events import (
     UsageUpdate,
 )
 from modelport.core.response import StopReason
+from modelport.core.sse import sse_frame
 from modelport.core.usage import Usage
 from modelport.protocols.openai_chat.finish import finish_reason_to_wire
 from modelport.protocols.openai_chat.usage import usage_to_wire
@@ -34,10 +35,10 @@ from modelport.protocols.openai_common import chat_logprobs
 
 
 def frame(payload: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
+    return sse_frame(None, orjson.dumps(payload))
 
 
-DONE = b"data: [DONE]\n\n"
+DONE = sse_frame(None, "[DONE]")
 
 
 class ChatStreamEncoder:

@@ -1,7 +1,6 @@
 """OpenAI Responses (``POST /v1/responses``) ↔ the canonical model."""
 
-from modelport.core.codec import ProtocolCodec
-from modelport.protocols.openai_responses.codec import OpenAIResponsesCodec
+from modelport.protocols.openai_responses.codec import CODEC
 from modelport.protocols.openai_responses.request_decode import decode_request
 from modelport.protocols.openai_responses.request_encode import encode_request
 from modelport.protocols.openai_responses.response import decode_response, encode_response
@@ -14,11 +13,8 @@ from modelport.protocols.openai_responses.usage import (
     usage_to_wire,
 )
 
-CODEC: ProtocolCodec = OpenAIResponsesCodec()
-
 __all__ = [
     "CODEC",
-    "OpenAIResponsesCodec",
     "ResponsesStreamDecoder",
     "ResponsesStreamEncoder",
     "ResponsesUsageSniffer",

@@ -32,9 +32,9 @@ from modelport.core.parts import (
     ToolCallPart,
     ToolResultPart,
 )
-from modelport.core.reasoning_carry import unwrap_anthropic
 from modelport.core.validate import as_list, as_object, opt_list, opt_str, require, require_str
 from modelport.errors import InvalidParameters
+from modelport.protocols.reasoning_carry import unwrap_anthropic
 
 # Item types of the Responses API that are passed through to a Responses upstream untouched.
 PASSTHROUGH_ITEMS = frozenset(

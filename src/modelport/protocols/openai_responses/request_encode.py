@@ -101,7 +101,7 @@ def _encode_reasoning(req: CanonicalRequest, hints: dict[str, Any], body: dict[s
         return  # thinking off: say nothing, non-reasoning models reject the parameter
     # Thinking on from another protocol (Anthropic `adaptive` names no budget): a medium effort, a summary so
     # the client sees thinking text, and the encrypted reasoning so the client can send it back (the gateway
-    # keeps no state between turns; `core.reasoning_carry` wraps it into the client's protocol).
+    # keeps no state between turns; `protocols.reasoning_carry` wraps it into the client's protocol).
     effort = req.reasoning.effort or effort_from_budget(req.reasoning.budget_tokens) or "medium"
     if not req.reasoning.enabled:
         body["reasoning"] = {"effort": effort}

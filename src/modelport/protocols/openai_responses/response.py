@@ -13,7 +13,6 @@ from typing import Any
 
 from modelport.core.messages import CanonicalRequest
 from modelport.core.parts import OpaquePart, OutputPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
-from modelport.core.reasoning_carry import wrap_anthropic
 from modelport.core.response import CanonicalResponse
 from modelport.protocols.openai_common import logprob_entries
 from modelport.protocols.openai_responses.echo import echo_fields
@@ -29,6 +28,7 @@ from modelport.protocols.openai_responses.items import (
 from modelport.protocols.openai_responses.request_decode import PROTOCOL
 from modelport.protocols.openai_responses.status import status_to_wire, stop_reason_from_wire
 from modelport.protocols.openai_responses.usage import usage_from_wire, usage_to_wire
+from modelport.protocols.reasoning_carry import wrap_anthropic
 
 _TOP_KNOWN = (
     "id",

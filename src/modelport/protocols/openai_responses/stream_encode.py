@@ -37,8 +37,8 @@ from modelport.core.events import (
     UsageUpdate,
 )
 from modelport.core.messages import CanonicalRequest
-from modelport.core.reasoning_carry import wrap_anthropic
 from modelport.core.response import StopReason
+from modelport.core.sse import sse_frame
 from modelport.core.usage import Usage
 from modelport.protocols.openai_responses.echo import echo_fields
 from modelport.protocols.openai_responses.items import (
@@ -53,6 +53,7 @@ from modelport.protocols.openai_responses.items import (
 from modelport.protocols.openai_responses.response import FAILED_MESSAGE, response_id, response_object
 from modelport.protocols.openai_responses.status import status_to_wire
 from modelport.protocols.openai_responses.usage import usage_to_wire
+from modelport.protocols.reasoning_carry import wrap_anthropic
 
 _TEXT_LIKE = frozenset({"text", "refusal", "reasoning"})
 _TERMINAL_EVENT = {"completed": "response.completed", "incomplete": "response.incomplete", "failed": "response.failed"}
@@ -76,7 +77,7 @@ class _Slot:
     reasoning_id: str | None = None
     encrypted_content: str | None = None
     summary_open: bool = False
-    signature: str | None = None  # Anthropic thinking carried in encrypted_content (core.reasoning_carry)
+    signature: str | None = None  # Anthropic thinking carried in encrypted_content (protocols.reasoning_carry)
     redacted: str | None = None
 
     def encrypted(self) -> str | None:
@@ -84,7 +85,7 @@ class _Slot:
 
 
 def _frame(kind: str, payload: dict[str, Any]) -> bytes:
-    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+    return sse_frame(kind, orjson.dumps(payload))
 
 
 class ResponsesStreamEncoder:
