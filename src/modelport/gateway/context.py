@@ -11,6 +11,7 @@ from modelport.core.codec import ProtocolCodec, ProtocolName
 from modelport.core.messages import CanonicalRequest
 from modelport.core.usage import Usage
 from modelport.errors import ServiceError
+from modelport.requestlog.record import RequestStatus
 
 CLIENT_GONE = "client disconnected"
 
@@ -56,7 +57,7 @@ class RequestContext:
 class Outcome:
     """How the request ended, for settlement and the request log."""
 
-    status: str = "success"  # success | error | cancelled
+    status: RequestStatus = RequestStatus.SUCCESS
     http_status: int = 200
     usage: Usage | None = None
     error: str | None = None
@@ -73,14 +74,14 @@ class Outcome:
 
     def fail(self, message: str, http_status: int | None = None) -> None:
         """The request failed: an error answer, or an error event that ended a committed stream."""
-        self.status, self.error = "error", message
+        self.status, self.error = RequestStatus.ERROR, message
         if http_status is not None:
             self.http_status = http_status
 
     def cancel(self, http_status: int | None = None) -> None:
         """The client went away; an error already recorded stays the reason."""
-        if self.status == "success":
-            self.status, self.error = "cancelled", CLIENT_GONE
+        if self.status == RequestStatus.SUCCESS:
+            self.status, self.error = RequestStatus.CANCELLED, CLIENT_GONE
             if http_status is not None:
                 self.http_status = http_status
 

@@ -34,6 +34,7 @@ from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
 from modelport.protocols import CODECS, get_codec
+from modelport.requestlog.record import RequestStatus
 from modelport.services import ServiceKey
 from modelport.tracing import TRACEPARENT, TRACESTATE
 from modelport.upstreams.transport import UpstreamReply
@@ -252,7 +253,7 @@ def _traced_settlement(accounting: Accounting, ctx: RequestContext, outcome: Out
             "gen_ai.usage.output_tokens": usage.output_tokens if usage is not None else 0,
             "modelport.outcome": outcome.status,
         },
-        error=outcome.error if outcome.status == "error" else None,
+        error=outcome.error if outcome.status == RequestStatus.ERROR else None,
     )
     span = tracing.start("settlement", parent=ctx.trace)
     accounting.finish(ctx, outcome)

@@ -32,6 +32,7 @@ from modelport.errors import UpstreamError
 from modelport.gateway.context import Outcome, RequestContext
 from modelport.gateway.model_name import ModelNamer
 from modelport.gateway.upstream_call import OpenCall
+from modelport.requestlog.record import RequestStatus
 from modelport.upstreams.transport import UpstreamStreamBroken
 
 STREAM_BROKEN_MESSAGE = "the upstream stream ended unexpectedly"
@@ -242,7 +243,7 @@ async def translated_stream(
                         outcome.relay_seconds += perf_counter() - began
                         if data:
                             yield data
-                        if outcome.status == "error":
+                        if outcome.status == RequestStatus.ERROR:
                             return
                 outcome.upstream_done = perf_counter()
                 tail = encode_all(decoder.close())

@@ -17,6 +17,7 @@ from modelport.accounts import service as accounts
 from modelport.billing.ledger import topup
 from modelport.clock import now_ms
 from modelport.media.tasks import repository as repo
+from modelport.media.tasks.states import TaskStatus
 from modelport.media.webhooks import outbox
 from modelport.media.webhooks import secrets as team_secrets
 from modelport.media.webhooks.secret_box import secret_box
@@ -61,7 +62,7 @@ async def failed_task_for_team(engine: AsyncEngine, team_id: str, url: str, give
     ended = await repo.finish_failure(
         engine,
         task.id,
-        status="failed",
+        status=TaskStatus.FAILED,
         code="x",
         message="boom",
         outbox=lambda t: repo.OutboxRow(

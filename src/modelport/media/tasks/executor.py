@@ -38,6 +38,7 @@ from modelport.media.tasks.models import (
 )
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import OutboxRow, StoredFile, TaskRow
+from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.tasks.upstream.client import UpstreamFailed
 from modelport.media.tasks.upstream.runner import UpstreamMedia
 from modelport.media.tasks.upstream.runner import units as upstream_units
@@ -99,7 +100,7 @@ class TaskExecutor:
         ended = await repo.finish_failure(
             self._engine,
             task_id,
-            status="failed",
+            status=TaskStatus.FAILED,
             code=code,
             message=message,
             outbox=self._outbox,
@@ -119,7 +120,7 @@ class TaskExecutor:
         ended = await repo.finish_failure(
             self._engine,
             task_id,
-            status="failed",
+            status=TaskStatus.FAILED,
             code="deadline_exceeded",
             message="the task did not finish before its deadline; its price was released",
             outbox=self._outbox,
@@ -213,12 +214,12 @@ class TaskExecutor:
     async def _unclaimable(self, task_id: str) -> None:
         """The claim failed: the task ended, another worker holds it, or it must fail now."""
         task = await repo.get(self._engine, task_id)
-        if task is None or task.status in repo.TERMINAL:
+        if task is None or task.status in TERMINAL:
             return
         if task.deadline_ms <= now_ms():
             await self.fail_past_deadline(task_id)
         elif task.attempts >= self._settings.max_attempts and (
-            task.status == "queued" or (task.lease_until_ms or 0) < now_ms()
+            task.status == TaskStatus.QUEUED or (task.lease_until_ms or 0) < now_ms()
         ):
             await self.fail(
                 task_id,
@@ -408,7 +409,7 @@ class TaskExecutor:
                         self._on_terminal()  # wakes the webhook sender
                 else:
                     state = await repo.run_state(self._engine, task.id)
-                    if state != ("processing", task.attempts):
+                    if state != (TaskStatus.PROCESSING, task.attempts):
                         lost.set()
                         return
             except Exception:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -28,11 +28,10 @@ from modelport.billing import key_budget
 from modelport.billing.key_budget import KeyHold
 from modelport.billing.ledger import freeze_in, settle_in
 from modelport.clock import now_ms
+from modelport.media.tasks.states import UNFINISHED, TaskStatus, sources
 from modelport.metrics import TASK_DURATION, TASKS_CREATED, TASKS_FINISHED
 from modelport.storage.tables import media_files, media_tasks, teams, webhook_deliveries
 
-UNFINISHED = ("queued", "processing")
-TERMINAL = ("success", "failed", "cancelled")
 HOLD_KIND = "task_hold"
 # PostgreSQL NOTIFY channel of task row changes (payload: the task id).
 TASK_CHANNEL = "modelport_tasks"
@@ -44,7 +43,7 @@ class TaskRow:
     id: str
     team_id: str
     model_id: str
-    status: str
+    status: TaskStatus
     input: dict[str, Any]
     seed: int
     frozen_micros: int
@@ -74,7 +73,7 @@ def _row(r: Row[Any]) -> TaskRow:
         id=r.id,
         team_id=r.team_id,
         model_id=r.model_id,
-        status=r.status,
+        status=TaskStatus(r.status),
         input=dict(r.input),
         seed=int(r.seed),
         frozen_micros=int(r.frozen_micros),
@@ -163,7 +162,7 @@ async def create(
             id=task.id,
             team_id=task.team_id,
             model_id=task.model_id,
-            status="queued",
+            status=TaskStatus.QUEUED,
             input=task.input,
             seed=task.seed,
             frozen_micros=task.price_micros,
@@ -204,7 +203,7 @@ async def get(engine: AsyncEngine, task_id: str, *, team_id: str | None = None) 
 
 @dataclass(frozen=True, slots=True)
 class ListFilter:
-    status: str | None = None
+    status: TaskStatus | None = None
     model_id: str | None = None
     start_ms: int | None = None
     end_ms: int | None = None
@@ -259,13 +258,12 @@ async def claim(
             media_tasks.c.id == task_id,
             media_tasks.c.attempts < max_attempts,
             media_tasks.c.deadline_ms > now,
-            or_(
-                media_tasks.c.status == "queued",
-                and_(media_tasks.c.status == "processing", media_tasks.c.lease_until_ms < now),
-            ),
+            media_tasks.c.status.in_(sources(TaskStatus.PROCESSING)),
+            # A running task only once its lease ran out (its worker died or stalled).
+            or_(media_tasks.c.status != TaskStatus.PROCESSING, media_tasks.c.lease_until_ms < now),
         )
         .values(
-            status="processing",
+            status=TaskStatus.PROCESSING,
             attempts=media_tasks.c.attempts + 1,
             lease_until_ms=now + lease_ms,
             claimed_by=worker,
@@ -284,13 +282,13 @@ async def claim(
     return task
 
 
-async def run_state(engine: AsyncEngine, task_id: str) -> tuple[str, int] | None:
+async def run_state(engine: AsyncEngine, task_id: str) -> tuple[TaskStatus, int] | None:
     """`(status, attempts)` of a task: what a running worker compares with its own run."""
     async with engine.connect() as conn:
         row = (
             await conn.execute(select(media_tasks.c.status, media_tasks.c.attempts).where(media_tasks.c.id == task_id))
         ).first()
-    return None if row is None else (str(row.status), int(row.attempts))
+    return None if row is None else (TaskStatus(row.status), int(row.attempts))
 
 
 async def set_progress(
@@ -306,10 +304,7 @@ async def set_progress(
     async with engine.begin() as conn:
         row = (
             await conn.execute(
-                update(media_tasks)
-                .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
-                .values(progress=progress)
-                .returning(*media_tasks.c)
+                update(media_tasks).where(*_run_owns(task_id, run)).values(progress=progress).returning(*media_tasks.c)
             )
         ).first()
         if row is None:
@@ -319,6 +314,11 @@ async def set_progress(
             await _insert_outbox(conn, task, outbox)
         await notify_in(conn, task_id)
     return True
+
+
+def _run_owns(task_id: str, run: int) -> tuple[ColumnElement[bool], ...]:
+    """Run `run` still owns the task: it is running, and no later run has taken it over."""
+    return (media_tasks.c.id == task_id, media_tasks.c.status == TaskStatus.PROCESSING, media_tasks.c.attempts == run)
 
 
 async def queue_position(engine: AsyncEngine, task: TaskRow) -> int:
@@ -333,7 +333,7 @@ async def queue_position_in(conn: AsyncConnection, task: TaskRow) -> int:
             select(func.count())
             .select_from(media_tasks)
             .where(
-                media_tasks.c.status == "queued",
+                media_tasks.c.status == TaskStatus.QUEUED,
                 or_(
                     media_tasks.c.created_at_ms < task.created_at_ms,
                     and_(media_tasks.c.created_at_ms == task.created_at_ms, media_tasks.c.id < task.id),
@@ -348,9 +348,7 @@ async def renew(engine: AsyncEngine, task_id: str, run: int, *, lease_ms: int) -
     """Extend the lease of run `run`; False when the run no longer owns the task."""
     async with engine.begin() as conn:
         result = await conn.execute(
-            update(media_tasks)
-            .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
-            .values(lease_until_ms=now_ms() + lease_ms)
+            update(media_tasks).where(*_run_owns(task_id, run)).values(lease_until_ms=now_ms() + lease_ms)
         )
     return bool(result.rowcount)
 
@@ -393,9 +391,9 @@ async def finish_success(
         row = (
             await conn.execute(
                 update(media_tasks)
-                .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
+                .where(*_run_owns(task_id, run))
                 .values(
-                    status="success",
+                    status=TaskStatus.SUCCESS,
                     resources=resources,
                     result_metadata=metadata,
                     ended_at_ms=now,
@@ -436,18 +434,19 @@ async def finish_failure(
     engine: AsyncEngine,
     task_id: str,
     *,
-    status: Literal["failed", "cancelled"],
+    status: Literal[TaskStatus.FAILED, TaskStatus.CANCELLED],
     code: str,
     message: str,
     outbox: Callable[[TaskRow], OutboxRow | None],
     run: int | None = None,
-    from_statuses: Sequence[str] = UNFINISHED,
+    from_statuses: Sequence[TaskStatus] | None = None,
     past_deadline: bool = False,
 ) -> TaskRow | None:
     """An unfinished task -> `failed`/`cancelled`, releasing all it froze, with the outbox row; None if the
     compare-and-swap lost (the task had already ended, or is no longer in `from_statuses` / run `run`)."""
     now = now_ms()
-    conds = [media_tasks.c.id == task_id, media_tasks.c.status.in_(list(from_statuses))]
+    allowed = sources(status) if from_statuses is None else from_statuses
+    conds = [media_tasks.c.id == task_id, media_tasks.c.status.in_(list(allowed))]
     if run is not None:
         conds.append(media_tasks.c.attempts == run)
     if past_deadline:
@@ -544,7 +543,7 @@ async def past_deadline(engine: AsyncEngine, *, limit: int = 500) -> list[str]:
     return [r.id for r in rows]
 
 
-async def unfinished_counts(engine: AsyncEngine) -> dict[str, int]:
+async def unfinished_counts(engine: AsyncEngine) -> dict[TaskStatus, int]:
     """Tasks waiting for a worker and running, all teams (the queue-depth gauge)."""
     async with engine.connect() as conn:
         rows = (
@@ -554,7 +553,7 @@ async def unfinished_counts(engine: AsyncEngine) -> dict[str, int]:
                 .group_by(media_tasks.c.status)
             )
         ).all()
-    counts = {r[0]: int(r[1]) for r in rows}
+    counts = {TaskStatus(r[0]): int(r[1]) for r in rows}
     return {status: counts.get(status, 0) for status in UNFINISHED}
 
 
@@ -567,8 +566,8 @@ async def needing_a_worker(engine: AsyncEngine, *, queued_before_ms: int, limit:
                 select(media_tasks.c.id)
                 .where(
                     or_(
-                        and_(media_tasks.c.status == "queued", media_tasks.c.created_at_ms < queued_before_ms),
-                        and_(media_tasks.c.status == "processing", media_tasks.c.lease_until_ms < now),
+                        and_(media_tasks.c.status == TaskStatus.QUEUED, media_tasks.c.created_at_ms < queued_before_ms),
+                        and_(media_tasks.c.status == TaskStatus.PROCESSING, media_tasks.c.lease_until_ms < now),
                     )
                 )
                 .order_by(media_tasks.c.created_at_ms)

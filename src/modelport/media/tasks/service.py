@@ -34,6 +34,7 @@ from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.models import load_runner
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import ListFilter, OutboxRow, TaskRow
+from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.tasks.upstream import runner as upstream
 from modelport.media.tasks.views import UrlFor, task_view
 from modelport.money import display_usd
@@ -47,8 +48,11 @@ log = logging.getLogger("modelport.media.tasks")
 
 MAX_PAGE = 100
 MAX_WEBHOOK_URL = 2048
-STATUSES = ("queued", "processing", "success", "failed", "cancelled")
-EVENT_TYPES = {"success": "task.succeeded", "failed": "task.failed", "cancelled": "task.cancelled"}
+EVENT_TYPES = {
+    TaskStatus.SUCCESS: "task.succeeded",
+    TaskStatus.FAILED: "task.failed",
+    TaskStatus.CANCELLED: "task.cancelled",
+}
 # What `X-Webhook-Events` may choose from; without it a task's webhook gets the terminal ones.
 WEBHOOK_EVENTS = ("task.started", "task.progress", "task.succeeded", "task.failed", "task.cancelled")
 MIN_RESULT_RETENTION = 60
@@ -128,7 +132,7 @@ class TaskService:
         `task.progress` while `processing`; None when the task's creator did not choose that event."""
         if task.status in EVENT_TYPES:
             event = EVENT_TYPES[task.status]
-        elif task.status == "processing":
+        elif task.status == TaskStatus.PROCESSING:
             event = "task.progress" if task.progress is not None else "task.started"
         else:
             return None
@@ -297,13 +301,14 @@ class TaskService:
 
     async def view_of(self, row: TaskRow) -> dict[str, Any]:
         """The Task object, with `queue_position` while it is queued."""
-        position = await repo.queue_position(self.engine, row) if row.status == "queued" else None
+        position = await repo.queue_position(self.engine, row) if row.status == TaskStatus.QUEUED else None
         return task_view(row, self.url_for, queue_position=position)
 
     async def list_page(self, team_id: str, query: dict[str, str]) -> dict[str, Any]:
-        status = query.get("status") or None
-        if status is not None and status not in STATUSES:
-            raise InvalidParameters(f"status must be one of {', '.join(STATUSES)}", param="status")
+        try:
+            status = TaskStatus(query["status"]) if query.get("status") else None
+        except ValueError:
+            raise InvalidParameters(f"status must be one of {', '.join(TaskStatus)}", param="status") from None
         model_id = query.get("model_id") or None
         start = _int_param(query, "start_time", minimum=0)
         end = _int_param(query, "end_time", minimum=0)
@@ -337,7 +342,7 @@ class TaskService:
         ended = await repo.finish_failure(
             self.engine,
             task_id,
-            status="cancelled",
+            status=TaskStatus.CANCELLED,
             code="cancelled",
             message="cancelled by the client",
             outbox=self.outbox_row,
@@ -356,7 +361,7 @@ class TaskService:
         while True:
             row = await self.get(team_id, task_id)
             left = give_up - time.monotonic()
-            if row.status in repo.TERMINAL or left <= 0:
+            if row.status in TERMINAL or left <= 0:
                 return await self.view_of(row)
             await self.changes.wait(task_id, left)
 
@@ -378,7 +383,7 @@ class TaskService:
             if seen != last:
                 last, last_write = seen, time.monotonic()
                 yield b"event: task\ndata: " + orjson.dumps(view) + b"\n\n"
-            if row.status in repo.TERMINAL or draining():
+            if row.status in TERMINAL or draining():
                 return
             if time.monotonic() - last_write >= keepalive:
                 last_write = time.monotonic()
