@@ -42,6 +42,7 @@ from modelport.retention.audit import AuditEvents
 from modelport.retention.pruner import PRUNER, Pruner
 from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
+from modelport.storage import outbox
 from modelport.upstreams.health import DEPLOYMENT_HEALTH
 from modelport.upstreams.pool import UPSTREAMS, UpstreamPool
 
@@ -121,6 +122,7 @@ def build_services(
             changes=changes,
         ),
     )
+    outbox.use_schedule(settings.webhooks)  # the give-up time of notifications enqueued by settlement code
     if settings.tasks.run_workers if task_workers is None else task_workers:
         sender = WebhookSender(db, fetcher, settings.webhooks, box_of(services))
         executor = TaskExecutor(

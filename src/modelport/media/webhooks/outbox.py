@@ -1,4 +1,7 @@
-"""The webhook outbox: delivery rows (written with the task's terminal state) and their attempts.
+"""The webhook outbox: delivery rows and their attempts.
+
+Rows are written by `enqueue` (storage.outbox, re-exported here) in the transaction of the change they
+report: a task's state, a team notification's crossing (team, no task) or an operator alert (no team).
 
 A sender claims a due row with a compare-and-swap on `lease_until_ms` and records its attempt together with
 the row's next state only while that claim is still its own; a sender that died leaves the claim to run
@@ -12,18 +15,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms
+from modelport.storage.outbox import SOURCES, Source, enqueue, new_delivery_id, schedule_end_ms
 from modelport.storage.tables import webhook_attempts, webhook_deliveries
+
+__all__ = ["SOURCES", "Source", "enqueue", "new_delivery_id", "schedule_end_ms"]  # the write side, for callers
 
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
     id: str
-    task_id: str
-    team_id: str
+    source: str  # task | notification | operator
+    task_id: str | None
+    team_id: str | None  # None: an operator alert
     url: str
     event_type: str
     payload: str
@@ -37,6 +44,7 @@ class Delivery:
 def _delivery(r: Any) -> Delivery:
     return Delivery(
         id=r.id,
+        source=r.source,
         task_id=r.task_id,
         team_id=r.team_id,
         url=r.url,
@@ -50,16 +58,22 @@ def _delivery(r: Any) -> Delivery:
     )
 
 
-async def due(engine: AsyncEngine, *, limit: int, exclude_teams: Sequence[str] = ()) -> list[tuple[str, str]]:
-    """(delivery id, team id) of due rows, oldest first; rows of `exclude_teams` left out."""
+async def due(
+    engine: AsyncEngine, *, limit: int, exclude_teams: Sequence[str | None] = ()
+) -> list[tuple[str, str | None]]:
+    """(delivery id, team id) of due rows, oldest first; rows of `exclude_teams` left out (None in it: the
+    operator's rows, which have no team)."""
     now = now_ms()
     query = select(webhook_deliveries.c.id, webhook_deliveries.c.team_id).where(
         webhook_deliveries.c.status == "pending",
         webhook_deliveries.c.next_attempt_at_ms <= now,
         webhook_deliveries.c.lease_until_ms < now,
     )
-    if exclude_teams:
-        query = query.where(webhook_deliveries.c.team_id.not_in(list(exclude_teams)))
+    teams = [t for t in exclude_teams if t is not None]
+    if None in exclude_teams:
+        query = query.where(webhook_deliveries.c.team_id.is_not(None))
+    if teams:  # NOT IN is never true for a NULL team: the operator's rows are kept explicitly
+        query = query.where(or_(webhook_deliveries.c.team_id.is_(None), webhook_deliveries.c.team_id.not_in(teams)))
     async with engine.connect() as conn:
         rows = (await conn.execute(query.order_by(webhook_deliveries.c.next_attempt_at_ms).limit(limit))).all()
     return [(r.id, r.team_id) for r in rows]
