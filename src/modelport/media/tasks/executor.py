@@ -21,10 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport import tracing
 from modelport.catalog import CatalogStore
-from modelport.catalog_spec import MediaModel
 from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
+from modelport.media.files.stored import put_new
 from modelport.media.tasks import repository as repo
+from modelport.media.tasks.backend import Embedded, Hosted, backend_of
 from modelport.media.tasks.inputs import InputUnavailable, read_input
 from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.models import (
@@ -32,16 +33,14 @@ from modelport.media.tasks.models import (
     RenderControl,
     RenderedFile,
     RenderStopped,
-    TaskModel,
-    load_runner,
     run_controlled,
 )
 from modelport.media.tasks.pricing import price_micros
-from modelport.media.tasks.repository import OutboxRow, StoredFile, TaskRow
+from modelport.media.tasks.repository import EventOf, StoredFile, TaskRow
 from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.tasks.upstream.client import UpstreamFailed
 from modelport.media.tasks.upstream.runner import UpstreamMedia
-from modelport.media.tasks.upstream.runner import units as upstream_units
+from modelport.media.webhooks.events import TaskEvent
 from modelport.net import SafeFetcher
 from modelport.settings import TasksSettings
 
@@ -57,7 +56,7 @@ class TaskExecutor:
         store: FileStore,
         fetcher: SafeFetcher,
         settings: TasksSettings,
-        outbox: Callable[[TaskRow], OutboxRow | None],
+        outbox: EventOf,
         on_terminal: Callable[[], None],
         changes: TaskChanges | None = None,
     ) -> None:
@@ -230,16 +229,13 @@ class TaskExecutor:
     async def _run(
         self, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> tuple[list[StoredFile], int, dict[str, object]]:
-        model = next((m for m in (await self._catalog.get()).media if m.slug == task.model_id), None)
-        if model is not None and model.upstream is not None:
-            outputs = await self._upstream_outputs(model, task, lost, control)
-            default_units = upstream_units(model, task.input)
+        backend = await backend_of((await self._catalog.get()).media.get(task.model_id))
+        if backend is None:
+            raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
+        if isinstance(backend, Hosted):
+            outputs = await self._upstream_outputs(backend, task, lost, control)
         else:
-            task_model = await load_runner(model.runner) if model is not None else None
-            if model is None or task_model is None:
-                raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
-            outputs = await self._render(task_model, task, lost, control)
-            default_units = task_model.units(task.input)
+            outputs = await self._render(backend, task, lost, control)
         if lost.is_set():
             raise _LeaseLost()
         files: list[StoredFile] = []
@@ -250,8 +246,8 @@ class TaskExecutor:
             await self._discard(files)  # no row will ever name these bytes
             raise
         rendered_units = [out.units for out in outputs if out.units is not None]
-        units = sum(rendered_units) if rendered_units else default_units
-        cost = price_micros(model, units)
+        units = sum(rendered_units) if rendered_units else backend.units(task.input)
+        cost = price_micros(backend.model, units)
         metadata: dict[str, object] = {"seed": task.seed}
         for out in outputs:
             metadata.update(out.metadata)
@@ -260,8 +256,9 @@ class TaskExecutor:
         return files, cost, metadata
 
     async def _render(
-        self, task_model: TaskModel, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, backend: Embedded, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
+        task_model = backend.runner
         inputs: dict[str, bytes] = {}
         for field in task_model.url_fields:
             value = task.input.get(field)
@@ -295,7 +292,7 @@ class TaskExecutor:
         return outputs
 
     async def _upstream_outputs(
-        self, model: MediaModel, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, backend: Hosted, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
         """The provider's outputs; unlike a render thread, the calls stop at once when the run loses its task
         (lease taken over, deadline passed, cancelled), freeing the provider slot (and a submit-and-poll
@@ -304,7 +301,7 @@ class TaskExecutor:
         def report(fraction: float) -> None:
             control.fraction = fraction
 
-        call = asyncio.create_task(self._upstream.run(model, task, report))
+        call = asyncio.create_task(self._upstream.run(backend.model, task, report))
         watch = asyncio.create_task(lost.wait())
         try:
             await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -327,20 +324,17 @@ class TaskExecutor:
                 await self._store.delete(f.storage_key)
 
     async def _store_file(self, task: TaskRow, index: int, out: RenderedFile) -> StoredFile:
-        file_id = "file_" + secrets.token_hex(16)
-        key = f"{file_id[-2:]}/{file_id}"
-
         async def chunks() -> AsyncIterator[bytes]:
             yield out.data
 
-        size = await self._store.put_stream(key, chunks())
+        stored = await put_new(self._store, chunks())
         return StoredFile(
-            file_id=file_id,
-            storage_key=key,
+            file_id=stored.file_id,
+            storage_key=stored.storage_key,
             type=out.type,
             mime_type=out.mime_type,
             name=f"{task.id}-{index + 1}.{out.format}",
-            size_bytes=size,
+            size_bytes=stored.size_bytes,
             width=out.width,
             height=out.height,
             format=out.format,
@@ -383,7 +377,7 @@ class TaskExecutor:
         """Every `progress_interval_seconds`: write a changed progress (a lost compare-and-swap means the run
         lost the task), else read the row's status; fail the task once its deadline passed."""
         interval = self._settings.progress_interval_seconds
-        chosen = task.webhook_url is not None and "task.progress" in (task.webhook_events or ())
+        chosen = task.webhook_url is not None and TaskEvent.PROGRESS in (task.webhook_events or ())
         written: int | None = None
         last_hook = 0.0
         loop = asyncio.get_running_loop()

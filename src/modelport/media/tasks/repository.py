@@ -6,7 +6,7 @@ reconcilers, crashes or duplicate queue deliveries race on it:
 
 - create: `task_hold` (available -> frozen) in the transaction that inserts the row;
 - success: `task_release` of the frozen amount + `charge` of the actual price, with the result files' rows
-  and the webhook outbox row;
+  (`media.files.repository.insert_in`) and the webhook outbox row (`media.webhooks.events`);
 - failed / cancelled: `task_release` of all of it, with the outbox row.
 
 A run is identified by `attempts` (incremented by each claim): the running worker renews its lease and
@@ -28,9 +28,12 @@ from modelport.billing import key_budget
 from modelport.billing.key_budget import KeyHold
 from modelport.billing.ledger import freeze_in, settle_in
 from modelport.clock import now_ms
+from modelport.media.files import repository as files_repo
+from modelport.media.files.repository import FileRecord
 from modelport.media.tasks.states import UNFINISHED, TaskStatus, sources
+from modelport.media.webhooks.events import Event, enqueue_task_event
 from modelport.metrics import TASK_DURATION, TASKS_CREATED, TASKS_FINISHED
-from modelport.storage.tables import media_files, media_tasks, teams, webhook_deliveries
+from modelport.storage.tables import media_tasks, teams
 
 HOLD_KIND = "task_hold"
 # PostgreSQL NOTIFY channel of task row changes (payload: the task id).
@@ -116,6 +119,10 @@ class NewTask:
     webhook_events: tuple[str, ...] | None = None
     result_retention_seconds: int | None = None
 
+
+# What a change of the task puts in the webhook outbox: the event of its new state, or None (no event, or
+# the task's creator did not choose it). `TaskService.webhook_event`.
+EventOf = Callable[[TaskRow], Event | None]
 
 CreateOutcome = Literal["created", "insufficient_balance", "key_budget_exceeded", "too_many_tasks", "claim_lost"]
 
@@ -245,7 +252,7 @@ async def claim(
     lease_ms: int,
     max_attempts: int,
     worker: str,
-    outbox: Callable[[TaskRow], OutboxRow | None] | None = None,
+    outbox: EventOf | None = None,
 ) -> TaskRow | None:
     """Start a run: `queued`, or `processing` whose lease ran out (its worker died), becomes `processing`
     with a new lease and `attempts + 1`. None when another worker holds it, it has ended, its attempts are
@@ -277,7 +284,7 @@ async def claim(
             return None
         task = _row(row)
         if task.attempts == 1 and outbox is not None:
-            await _insert_outbox(conn, task, outbox)
+            await _enqueue_event(conn, task, outbox)
         await notify_in(conn, task.id)
     return task
 
@@ -297,7 +304,7 @@ async def set_progress(
     run: int,
     progress: int,
     *,
-    outbox: Callable[[TaskRow], OutboxRow | None] | None = None,
+    outbox: EventOf | None = None,
 ) -> bool:
     """Record run `run`'s progress (and, when `outbox` is given, a `task.progress` webhook row if the creator
     chose it); False when the run no longer owns the task (cancelled, past its deadline, taken over)."""
@@ -311,7 +318,7 @@ async def set_progress(
             return False
         task = _row(row)
         if outbox is not None:
-            await _insert_outbox(conn, task, outbox)
+            await _enqueue_event(conn, task, outbox)
         await notify_in(conn, task_id)
     return True
 
@@ -355,7 +362,8 @@ async def renew(engine: AsyncEngine, task_id: str, run: int, *, lease_ms: int) -
 
 @dataclass(frozen=True, slots=True)
 class StoredFile:
-    """A result file already written to the store; its row is inserted with the success transition."""
+    """A result file already in the store (`media.files.stored`); its row is inserted with the success
+    transition."""
 
     file_id: str
     storage_key: str
@@ -368,6 +376,19 @@ class StoredFile:
     format: str
     role: str
 
+    def record(self, team_id: str, *, created_at_ms: int, expires_at_ms: int) -> FileRecord:
+        return FileRecord(
+            id=self.file_id,
+            team_id=team_id,
+            type=self.type,
+            mime_type=self.mime_type,
+            name=self.name,
+            size_bytes=self.size_bytes,
+            storage_key=self.storage_key,
+            created_at_ms=created_at_ms,
+            expires_at_ms=expires_at_ms,
+        )
+
 
 async def finish_success(
     engine: AsyncEngine,
@@ -378,7 +399,7 @@ async def finish_success(
     cost_micros: int,
     metadata: dict[str, Any],
     result_expires_at_ms: int,
-    outbox: Callable[[TaskRow], OutboxRow | None],
+    outbox: EventOf,
 ) -> TaskRow | None:
     """`processing` (this run) -> `success`, charging `cost_micros` (at most what was frozen) and releasing the
     rest, inserting the files' rows and the webhook outbox row: all in one transaction. None if lost."""
@@ -411,20 +432,8 @@ async def finish_success(
             return None
         task = _row(row)
         for f in files:
-            await conn.execute(
-                insert(media_files).values(
-                    id=f.file_id,
-                    team_id=task.team_id,
-                    type=f.type,
-                    mime_type=f.mime_type,
-                    name=f.name,
-                    size_bytes=f.size_bytes,
-                    storage_key=f.storage_key,
-                    created_at_ms=now,
-                    expires_at_ms=result_expires_at_ms,
-                    task_id=task.id,  # a result, not an upload: outside the upload quota
-                )
-            )
+            record = f.record(task.team_id, created_at_ms=now, expires_at_ms=result_expires_at_ms)
+            await files_repo.insert_in(conn, record, task_id=task.id)
         await _settle_and_notify(conn, task, cost=task.cost_micros or 0, outbox=outbox)
     _count_ended(task)
     return task
@@ -437,7 +446,7 @@ async def finish_failure(
     status: Literal[TaskStatus.FAILED, TaskStatus.CANCELLED],
     code: str,
     message: str,
-    outbox: Callable[[TaskRow], OutboxRow | None],
+    outbox: EventOf,
     run: int | None = None,
     from_statuses: Sequence[TaskStatus] | None = None,
     past_deadline: bool = False,
@@ -475,23 +484,13 @@ async def finish_failure(
     return task
 
 
-@dataclass(frozen=True, slots=True)
-class OutboxRow:
-    id: str
-    event_type: str
-    payload: str
-    give_up_at_ms: int
-
-
-async def _settle_and_notify(
-    conn: AsyncConnection, task: TaskRow, *, cost: int, outbox: Callable[[TaskRow], OutboxRow | None]
-) -> None:
+async def _settle_and_notify(conn: AsyncConnection, task: TaskRow, *, cost: int, outbox: EventOf) -> None:
     await settle_in(
         conn, task.team_id, held_micros=task.frozen_micros, cost_micros=cost, ref=task.id, release_kind=RELEASE_KIND
     )
     if task.key_id is not None and task.key_period_ms is not None:  # after the team's row: the lock order
         await key_budget.settle_in(conn, [(task.key_id, task.key_period_ms, task.frozen_micros, cost)])
-    await _insert_outbox(conn, task, outbox)
+    await _enqueue_event(conn, task, outbox)
     await notify_in(conn, task.id)
 
 
@@ -502,29 +501,14 @@ async def notify_in(conn: AsyncConnection, task_id: str) -> None:
         await conn.execute(select(func.pg_notify(TASK_CHANNEL, task_id)))
 
 
-async def _insert_outbox(conn: AsyncConnection, task: TaskRow, outbox: Callable[[TaskRow], OutboxRow | None]) -> None:
+async def _enqueue_event(conn: AsyncConnection, task: TaskRow, outbox: EventOf) -> None:
+    """The webhook event of the change (if the task has a webhook and `outbox` says the change fires one),
+    in the change's transaction."""
     if task.webhook_url is None:
         return
     event = outbox(task)
-    if event is None:
-        return
-    now = now_ms()
-    await conn.execute(
-        insert(webhook_deliveries).values(
-            id=event.id,
-            task_id=task.id,
-            team_id=task.team_id,
-            url=task.webhook_url,
-            event_type=event.event_type,
-            payload=event.payload,
-            status="pending",
-            attempts=0,
-            next_attempt_at_ms=now,
-            lease_until_ms=0,
-            give_up_at_ms=event.give_up_at_ms,
-            created_at_ms=now,
-        )
-    )
+    if event is not None:
+        await enqueue_task_event(conn, event, team_id=task.team_id, task_id=task.id, url=task.webhook_url)
 
 
 # -- the reconciler's queries -----------------------------------------------------------------------------

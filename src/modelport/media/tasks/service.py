@@ -13,7 +13,6 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -29,14 +28,13 @@ from modelport.errors import Conflict, InsufficientQuota, InvalidFormat, Invalid
 from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
-from modelport.media.tasks.inputs import check_input_url
+from modelport.media.tasks.backend import Backend, backend_of
 from modelport.media.tasks.live import TaskChanges
-from modelport.media.tasks.models import load_runner
 from modelport.media.tasks.pricing import price_micros
-from modelport.media.tasks.repository import ListFilter, OutboxRow, TaskRow
+from modelport.media.tasks.repository import ListFilter, TaskRow
 from modelport.media.tasks.states import TERMINAL, TaskStatus
-from modelport.media.tasks.upstream import runner as upstream
 from modelport.media.tasks.views import UrlFor, task_view
+from modelport.media.webhooks.events import DEFAULT_EVENTS, Event, TaskEvent, task_event
 from modelport.money import display_usd
 from modelport.net import FetchError, SafeFetcher, UrlFormatRefused
 from modelport.queue import TaskQueue
@@ -48,13 +46,12 @@ log = logging.getLogger("modelport.media.tasks")
 
 MAX_PAGE = 100
 MAX_WEBHOOK_URL = 2048
-EVENT_TYPES = {
-    TaskStatus.SUCCESS: "task.succeeded",
-    TaskStatus.FAILED: "task.failed",
-    TaskStatus.CANCELLED: "task.cancelled",
+# The event an ended task's webhook reports.
+ENDED_EVENTS = {
+    TaskStatus.SUCCESS: TaskEvent.SUCCEEDED,
+    TaskStatus.FAILED: TaskEvent.FAILED,
+    TaskStatus.CANCELLED: TaskEvent.CANCELLED,
 }
-# What `X-Webhook-Events` may choose from; without it a task's webhook gets the terminal ones.
-WEBHOOK_EVENTS = ("task.started", "task.progress", "task.succeeded", "task.failed", "task.cancelled")
 MIN_RESULT_RETENTION = 60
 # How long a client over its concurrency limit is told to wait before retrying.
 RETRY_AFTER_SECONDS = 5
@@ -92,17 +89,6 @@ def validate_input(model: MediaModel, body: Any) -> dict[str, Any]:
     raise InvalidParameters(f"{name}: {error.message}", param=name)
 
 
-def event_payload(task: TaskRow, url_for: UrlFor, event_type: str | None = None) -> str:
-    """The Standard Webhooks payload: `type`, `timestamp` (ISO 8601), `data` (the Task as GET returns it)."""
-    when = datetime.fromtimestamp((task.ended_at_ms or now_ms()) / 1000, tz=UTC)
-    body = {
-        "type": event_type or EVENT_TYPES[task.status],
-        "timestamp": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "data": task_view(task, url_for),
-    }
-    return orjson.dumps(body).decode()
-
-
 class TaskService:
     def __init__(
         self,
@@ -125,40 +111,34 @@ class TaskService:
         self.url_for = url_for
         self._tier_limit = tier_limit
 
-    # -- outbox rows for terminal transitions (and the running events a creator chose) --------------------
+    # -- the webhook event of a change: how it ended (and the running events a creator chose) -------------
 
-    def outbox_row(self, task: TaskRow) -> OutboxRow | None:
-        """The webhook row of the task's current state: its terminal event, or `task.started` /
-        `task.progress` while `processing`; None when the task's creator did not choose that event."""
-        if task.status in EVENT_TYPES:
-            event = EVENT_TYPES[task.status]
+    def webhook_event(self, task: TaskRow) -> Event | None:
+        """The event of the task's current state: its ending, or `task.started` / `task.progress` while
+        `processing`; None when the task's creator did not choose that event. Written to the outbox with
+        the change (repository)."""
+        if task.status in ENDED_EVENTS:
+            event = ENDED_EVENTS[task.status]
         elif task.status == TaskStatus.PROCESSING:
-            event = "task.progress" if task.progress is not None else "task.started"
+            event = TaskEvent.PROGRESS if task.progress is not None else TaskEvent.STARTED
         else:
             return None
-        if event not in (task.webhook_events or EVENT_TYPES.values()):
+        if event not in (task.webhook_events or DEFAULT_EVENTS):
             return None
         retention = task.result_retention_seconds or self.settings.result_retention_seconds
         give_up = task.result_expires_at_ms or (now_ms() + retention * 1000)
-        return OutboxRow(
-            id="msg_" + secrets.token_hex(16),
-            event_type=event,
-            payload=event_payload(task, self.url_for, event),
-            give_up_at_ms=give_up,
-        )
+        at = task.ended_at_ms or now_ms()
+        return task_event(event, task_view(task, self.url_for), at_ms=at, give_up_at_ms=give_up)
 
     # -- create -----------------------------------------------------------------------------------------
 
-    async def model(self, slug: str) -> MediaModel:
-        snapshot = await self.catalog.get()
-        for model in snapshot.media:
-            if (
-                model.slug == slug
-                and model.active
-                and (model.upstream is not None or (await load_runner(model.runner)) is not None)
-            ):
-                return model
-        raise NotFound(f"model {slug!r} does not exist")
+    async def backend(self, slug: str) -> Backend:
+        """The active model `slug` and where its tasks run; NotFound when there is none this build can run."""
+        model = (await self.catalog.get()).media.get(slug)
+        backend = await backend_of(model) if model is not None and model.active else None
+        if backend is None:
+            raise NotFound(f"model {slug!r} does not exist")
+        return backend
 
     async def check_webhook_url(self, raw: str | None) -> str | None:
         if raw is None:
@@ -182,14 +162,14 @@ class TaskService:
         events: tuple[str, ...] | None = None
         if headers.webhook_events is not None:
             names = [n.strip() for n in headers.webhook_events.split(",") if n.strip()]
-            unknown = [n for n in names if n not in WEBHOOK_EVENTS]
+            unknown = [n for n in names if n not in tuple(TaskEvent)]
             if not names or unknown:
                 raise InvalidParameters(
-                    f"X-Webhook-Events must name events among {', '.join(WEBHOOK_EVENTS)}", param="X-Webhook-Events"
+                    f"X-Webhook-Events must name events among {', '.join(TaskEvent)}", param="X-Webhook-Events"
                 )
             if webhook is None:
                 raise InvalidParameters("X-Webhook-Events needs an X-Webhook-URL", param="X-Webhook-Events")
-            events = tuple(n for n in WEBHOOK_EVENTS if n in names)
+            events = tuple(n for n in TaskEvent if n in names)
         timeout = _seconds_header(headers.timeout, "X-Task-Timeout", 1, int(model.deadline_seconds))
         retention = _seconds_header(
             headers.result_retention,
@@ -217,24 +197,16 @@ class TaskService:
         `key_limits`: the creating key's; a spend limit is held in the same transaction as the team's money.
         `idempotency`: the key this request holds; its answer is recorded in the transaction that creates
         the task, so a duplicate can never create a second one."""
-        model = await self.model(slug)
+        backend = await self.backend(slug)
+        model = backend.model
         try:
             parsed = orjson.loads(body) if body.strip() else {}
         except orjson.JSONDecodeError as exc:
             raise InvalidParameters(f"the request body is not valid JSON: {exc}", param="body") from exc
         params = validate_input(model, parsed)
         options = await self.check_options(model, headers or TaskHeaders(webhook_url=webhook_url))
-        if model.upstream is not None:
-            await upstream.check_inputs(self.engine, self.fetcher, team_id, model.upstream, params)
-            units = upstream.units(model, params)
-        else:
-            task_model = await load_runner(model.runner)
-            assert task_model is not None
-            for field in task_model.url_fields:
-                if field in params:
-                    await check_input_url(self.fetcher, self.engine, team_id, field, params[field])
-            units = task_model.units(params)
-        price = price_micros(model, units)
+        await backend.check_inputs(self.engine, self.fetcher, team_id, params)
+        price = price_micros(model, backend.units(params))
         seed = int(params["seed"]) if "seed" in params else secrets.randbelow(2**32)
         now = now_ms()
         deadline_seconds = options.timeout_seconds or model.deadline_seconds
@@ -345,7 +317,7 @@ class TaskService:
             status=TaskStatus.CANCELLED,
             code="cancelled",
             message="cancelled by the client",
-            outbox=self.outbox_row,
+            outbox=self.webhook_event,
         )
         if ended is None:
             current = await self.get(team_id, task_id)
