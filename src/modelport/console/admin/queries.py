@@ -18,9 +18,9 @@ from modelport.accounts.keys import hash_key
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters
 from modelport.media.tasks.states import UNFINISHED, TaskStatus
-from modelport.media.webhooks.states import DeliveryStatus
 from modelport.requestlog.record import RequestStatus
 from modelport.storage.tables import api_keys, media_tasks, request_logs, teams, webhook_deliveries
+from modelport.storage.webhook_states import DeliveryStatus
 from modelport.web.query_int import plain_int
 
 AnyRow = Row[*tuple[Any, ...]]
