@@ -273,11 +273,7 @@ class TaskExecutor:
         work = functools.partial(task_model.render, task.input, task.seed, inputs)
         render = asyncio.create_task(_awaited(loop.run_in_executor(self._render_pool(), run_controlled, control, work)))
         render.add_done_callback(_retrieve)
-        watch = asyncio.create_task(lost.wait())
-        try:
-            await asyncio.wait({render, watch}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            watch.cancel()
+        await _until_lost(render, lost)
         if not render.done() or lost.is_set():
             # The model sees the stop at its next progress report (between frames, sentences, images) and
             # its thread ends there; the output of a render that finished anyway is dropped.
@@ -302,11 +298,9 @@ class TaskExecutor:
             control.fraction = fraction
 
         call = asyncio.create_task(self._upstream.run(backend.model, task, report))
-        watch = asyncio.create_task(lost.wait())
         try:
-            await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
+            await _until_lost(call, lost)
         finally:
-            watch.cancel()
             if not call.done():
                 call.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -408,6 +402,15 @@ class TaskExecutor:
                         return
             except Exception:
                 log.exception("task %s: progress watch failed; retrying", task.id)
+
+
+async def _until_lost(work: asyncio.Task[list[RenderedFile]], lost: asyncio.Event) -> None:
+    """Wait until `work` is done or the run loses its task (`lost`), whichever comes first."""
+    watch = asyncio.create_task(lost.wait())
+    try:
+        await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
 
 
 async def _awaited(future: asyncio.Future[list[RenderedFile]]) -> list[RenderedFile]:

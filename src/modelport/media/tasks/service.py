@@ -29,6 +29,7 @@ from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.backend import Backend, backend_of
+from modelport.media.tasks.inputs import check_public_url
 from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import ListFilter, TaskRow
@@ -36,7 +37,7 @@ from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.tasks.views import UrlFor, task_view
 from modelport.media.webhooks.events import DEFAULT_EVENTS, Event, TaskEvent, task_event
 from modelport.money import display_usd
-from modelport.net import FetchError, SafeFetcher, UrlFormatRefused
+from modelport.net import SafeFetcher
 from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
@@ -148,12 +149,9 @@ class TaskService:
             raise InvalidParameters("X-Webhook-URL is empty", param="X-Webhook-URL")
         if len(url) > MAX_WEBHOOK_URL:
             raise InvalidParameters(f"X-Webhook-URL is longer than {MAX_WEBHOOK_URL} characters", param="X-Webhook-URL")
-        try:
-            await self.fetcher.check_resolved(url)  # `localhost` and private names: 400 now, not at delivery
-        except UrlFormatRefused as exc:
-            raise InvalidFormat("X-Webhook-URL must be an https URL without userinfo", param="X-Webhook-URL") from exc
-        except FetchError as exc:
-            raise InvalidParameters(f"X-Webhook-URL cannot be used: {exc.detail}", param="X-Webhook-URL") from exc
+        # `localhost` and private names: 400 now, not at delivery.
+        bad_form = InvalidFormat("X-Webhook-URL must be an https URL without userinfo", param="X-Webhook-URL")
+        await check_public_url(self.fetcher, url, param="X-Webhook-URL", bad_form=bad_form)
         return url
 
     async def check_options(self, model: MediaModel, headers: TaskHeaders) -> TaskOptions:
