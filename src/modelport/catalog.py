@@ -153,22 +153,24 @@ async def delete_model(engine: AsyncEngine, slug: str, *, in_transaction: InTran
 
 @dataclass(frozen=True, slots=True)
 class CatalogSnapshot:
+    """The models by name: text models by `id`, media models by `slug` (each sorted by it)."""
+
     text: dict[str, TextModel] = field(default_factory=dict)
-    media: list[MediaModel] = field(default_factory=list)
+    media: dict[str, MediaModel] = field(default_factory=dict)
 
 
 async def read_snapshot(engine: AsyncEngine) -> CatalogSnapshot:
     async with engine.connect() as conn:
         rows = (await conn.execute(select(catalog_models).order_by(catalog_models.c.slug))).all()
     text: dict[str, TextModel] = {}
-    media: list[MediaModel] = []
+    media: dict[str, MediaModel] = {}
     for row in rows:
         entry = parse_entry(row.kind, row.spec)
         if isinstance(entry, TextModel):
             text[entry.id] = entry
         else:
-            media.append(entry)
-    UPSTREAM_SECRETS.add(upstream_secrets(text.values(), media))
+            media[entry.slug] = entry
+    UPSTREAM_SECRETS.add(upstream_secrets(text.values(), media.values()))
     return CatalogSnapshot(text=text, media=media)
 
 

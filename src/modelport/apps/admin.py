@@ -218,7 +218,7 @@ async def list_models(request: Request) -> Response:
     return ok(
         {
             "text_models": [m.model_dump(mode="json") for m in snapshot.text.values()],
-            "media_models": [m.model_dump(mode="json") for m in snapshot.media],
+            "media_models": [m.model_dump(mode="json") for m in snapshot.media.values()],
         }
     )
 

@@ -144,7 +144,7 @@ def build_services(
             store=files.store,
             fetcher=fetcher,
             settings=settings.tasks,
-            outbox=tasks.outbox_row,
+            outbox=tasks.webhook_event,
             on_terminal=sender.wake,
             changes=changes,
         )

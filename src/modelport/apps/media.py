@@ -85,9 +85,8 @@ def media_errors(method: str, path: str) -> tuple[int, ...]:
 
 
 async def model_docs_page(request: Request, slug: str) -> Response:
-    snapshot = await get_services(request).catalog.get()
-    for model in snapshot.media:
-        if model.slug == slug and model.active and model.published:
-            settings = get_services(request).settings
-            return HTMLResponse(render_page(model, settings.effective_public_media_url), headers=page_headers(settings))
-    raise NotFound(f"no model {slug!r}")
+    model = (await get_services(request).catalog.get()).media.get(slug)
+    if model is None or not model.active or not model.published:
+        raise NotFound(f"no model {slug!r}")
+    settings = get_services(request).settings
+    return HTMLResponse(render_page(model, settings.effective_public_media_url), headers=page_headers(settings))

@@ -20,8 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -31,7 +30,7 @@ from modelport.billing import daily, key_budget, notify
 from modelport.clock import now_ms
 from modelport.ids import new_id
 from modelport.services import ServiceKey
-from modelport.storage.batch_writer import BatchWriter
+from modelport.storage.batch_writer import BatchWriter, Tuning
 from modelport.storage.tables import credit_reservations, ledger_entries, settlement_keys, teams
 
 log = logging.getLogger("modelport.billing")
@@ -72,31 +71,17 @@ class Settlement:
 
 
 class SettlementWriter(BatchWriter[Settlement]):
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        *,
-        flush_interval: float = 0.2,
-        max_batch: int = 500,
-        spill_dir: Path | None = None,
-        close_timeout: float = 10.0,
-        retry_initial: float = 0.1,
-        retry_max: float = 5.0,
-    ) -> None:
+    # Settlements are money: never dropped for room. Without a spill dir they all wait in memory.
+    default_max_pending = 10_000_000
+
+    def __init__(self, engine: AsyncEngine, **tuning: Unpack[Tuning]) -> None:
         super().__init__(
             engine,
-            lambda batch: write_settlements(engine, batch),
+            write_settlements,
             name="settlements",
             to_row=Settlement.as_row,
             from_row=Settlement.from_row,
-            max_batch=max_batch,
-            flush_interval=flush_interval,
-            # Settlements are money: never dropped for room. Without a spill dir they all wait in memory.
-            max_pending=10_000_000,
-            spill_dir=spill_dir,
-            close_timeout=close_timeout,
-            retry_initial=retry_initial,
-            retry_max=retry_max,
+            **tuning,
         )
 
 

@@ -6,6 +6,8 @@ import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TypeVar
 
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -19,6 +21,15 @@ def choice(request: Request, name: str, allowed: Sequence[str], default: str) ->
     if value not in allowed:
         raise InvalidParameters(f"{name} must be one of {', '.join(allowed)}", param=name)
     return value
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def enum_choice(request: Request, name: str, values: type[E]) -> E | None:
+    """An optional filter among an enum's values (absent or empty: None); any other value is a 400."""
+    value = choice(request, name, ("", *values), "")
+    return values(value) if value else None
 
 
 def optional_text(request: Request, name: str, *, max_len: int = 200) -> str | None:

@@ -13,6 +13,7 @@ from modelport.core.codec import ProtocolCodec
 from modelport.core.messages import CanonicalRequest
 from modelport.core.usage import Usage
 from modelport.errors import ServiceError
+from modelport.requestlog.record import RequestStatus
 
 CLIENT_GONE = "client disconnected"
 
@@ -82,7 +83,7 @@ class Relayed:
 class Outcome:
     """How the request ended, for settlement and the request log; made by the pipeline."""
 
-    status: str = "success"  # success | error | cancelled
+    status: RequestStatus = RequestStatus.SUCCESS
     http_status: int = 200
     usage: Usage | None = None
     error: str | None = None

@@ -8,7 +8,7 @@ from modelport.core.accumulate import StreamAccumulator
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.core.usage import Usage
 from modelport.gateway.context import Outcome, Refusal, RequestContext
-from modelport.requestlog.record import LogRecord
+from modelport.requestlog.record import LogRecord, RequestStatus
 from modelport.requestlog.retention import RetentionPolicy
 from modelport.requestlog.writer import RequestLogWriter
 
@@ -47,7 +47,7 @@ class RequestLogSink:
     def _result(self, ctx: RequestContext, outcome: Outcome) -> str | None:
         kept = self._retain.payload(_result(ctx, outcome.result))
         # A failed answer may carry the upstream's error text, which may quote its key.
-        return kept if outcome.status == "success" else UPSTREAM_SECRETS.scrub_optional(kept)
+        return kept if outcome.status == RequestStatus.SUCCESS else UPSTREAM_SECRETS.scrub_optional(kept)
 
     def early_error(self, refusal: Refusal) -> None:
         """A request refused before it was routed (bad body, unknown model): logged with what is known."""
@@ -59,7 +59,7 @@ class RequestLogSink:
                 id=refusal.request_id,
                 team_id=auth.team_id,
                 created_at_ms=refusal.started_ms,
-                status="error",
+                status=RequestStatus.ERROR,
                 provider=provider or UNKNOWN,
                 model_name=name or provider or UNKNOWN,
                 endpoint=refusal.endpoint,

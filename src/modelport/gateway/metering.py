@@ -39,6 +39,7 @@ from modelport.gateway.output_hold import output_hold
 from modelport.metrics import SPEND, TEXT_OUTCOMES, TOKENS
 from modelport.money import micros_to_usd
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
+from modelport.requestlog.record import RequestStatus
 from modelport.services import ServiceKey
 from modelport.settings import Settings
 from modelport.web.key_rate import key_rpm_limiter_key, key_tpm_limiter_key
@@ -60,9 +61,11 @@ def billed_usage(ctx: RequestContext, outcome: Outcome) -> Usage | None:
     (a translated stream may relay no text before the hang-up; a non-streaming call may be left before
     the upstream answered at all)."""
     usage = outcome.usage
-    if outcome.status == "success":
+    if outcome.status == RequestStatus.SUCCESS:
         return usage
-    abandoned = outcome.status == "cancelled" and (outcome.deployment is not None or outcome.upstream_called)
+    abandoned = outcome.status == RequestStatus.CANCELLED and (
+        outcome.deployment is not None or outcome.upstream_called
+    )
     relayed = outcome.produced_chars > 0 or outcome.relayed_events > 0
     if not relayed and not abandoned:
         return usage
@@ -265,7 +268,7 @@ class Metering:
 
     def _log_refusal(self, ctx: RequestContext, status: int, message: str) -> None:
         if self.log_sink is not None:
-            self.log_sink(ctx, Outcome("error", status, error=message), None, 0)
+            self.log_sink(ctx, Outcome(RequestStatus.ERROR, status, error=message), None, 0)
 
     async def _release_lease(self, ctx: RequestContext) -> None:
         lease = self._leases.pop(ctx.request_id, None)
@@ -293,7 +296,7 @@ class Metering:
             await asyncio.gather(*self._background, return_exceptions=True)
 
 
-def _record(model: str, status: str, usage: Usage | None, cost: int) -> None:
+def _record(model: str, status: RequestStatus, usage: Usage | None, cost: int) -> None:
     TEXT_OUTCOMES.labels(model, status).inc()
     if usage is not None:
         TOKENS.labels(model, "input").inc(max(0, usage.input_tokens))

@@ -35,6 +35,7 @@ from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
 from modelport.protocols import CODECS
+from modelport.requestlog.record import RequestStatus
 from modelport.services import ServiceKey
 from modelport.tracing import TRACEPARENT, TRACESTATE
 from modelport.web.body import read_body
@@ -160,7 +161,7 @@ class TextGateway:
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             raise
         except BaseException:
-            self._end(ctx, timings, opened, Outcome(status="cancelled", http_status=499, error=CLIENT_GONE))
+            self._end(ctx, timings, opened, Outcome(status=RequestStatus.CANCELLED, http_status=499, error=CLIENT_GONE))
             raise
         response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
         if payload is None:
@@ -219,18 +220,18 @@ class TextGateway:
 
 
 def _failed(message: str, http_status: int) -> Outcome:
-    return Outcome(status="error", http_status=http_status, error=message)
+    return Outcome(status=RequestStatus.ERROR, http_status=http_status, error=message)
 
 
 def _relayed(relayed: Relayed) -> Outcome:
     """How an answered request ended, from what its relay learned: an error event or a cut stream fails it
     (the status stays the committed 200), a hang-up cancels it."""
     if relayed.error is not None:
-        status, error = "error", relayed.error
+        status, error = RequestStatus.ERROR, relayed.error
     elif relayed.hung_up:
-        status, error = "cancelled", CLIENT_GONE
+        status, error = RequestStatus.CANCELLED, CLIENT_GONE
     else:
-        status, error = "success", None
+        status, error = RequestStatus.SUCCESS, None
     return Outcome(
         status=status,
         error=error,
@@ -261,7 +262,7 @@ def _traced_settlement(accounting: Accounting, ctx: RequestContext, upstream_spa
             "gen_ai.usage.output_tokens": usage.output_tokens if usage is not None else 0,
             "modelport.outcome": outcome.status,
         },
-        error=outcome.error if outcome.status == "error" else None,
+        error=outcome.error if outcome.status == RequestStatus.ERROR else None,
     )
     span = tracing.start("settlement", parent=ctx.trace)
     accounting.finish(ctx, outcome)

@@ -49,7 +49,7 @@ async def list_media_models(
     base = services.settings.effective_public_media_url
     models = [
         media_model_entry(m, base)
-        for m in snapshot.media
+        for m in snapshot.media.values()
         if m.active
         and m.published
         and auth.may_use(m.slug)

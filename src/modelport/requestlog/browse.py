@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.requestlog.record import RequestStatus
 from modelport.storage.tables import request_logs
 
 LogRow = Row[*tuple[Any, ...]]
@@ -43,7 +44,7 @@ class LogFilter:
     hi_ms: int  # created_at_ms < hi_ms
     provider: str | None = None
     model_name: str | None = None
-    status: str | None = None
+    status: RequestStatus | None = None
     svc_user_id: str | None = None
 
 

@@ -8,12 +8,20 @@ on PostgreSQL, which enforces `VARCHAR(n)` and rejects NUL in text.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from typing import Any
 
-# Suggested `status` values; the column takes any string up to 16 characters.
-STATUS_SUCCESS = "success"
-STATUS_ERROR = "error"
-STATUS_CANCELLED = "cancelled"
+
+class RequestStatus(StrEnum):
+    """How a text request ended: the `status` of its log row, and the `outcome` of its metrics."""
+
+    # The upstream answered and the whole answer reached the client.
+    SUCCESS = "success"
+    # Refused or failed: a 4xx/5xx answer, or an error event that ended a stream already under way.
+    ERROR = "error"
+    # The client went away before the answer was complete (billed for what the upstream did).
+    CANCELLED = "cancelled"
+
 
 MAX_ERROR_CHARS = 4096
 _INT32_MAX = 2**31 - 1
@@ -43,7 +51,7 @@ class LogRecord:
     id: str
     team_id: str
     created_at_ms: int
-    status: str
+    status: str  # a RequestStatus; the column takes any string up to 16 characters
     provider: str
     model_name: str
     endpoint: str

@@ -17,7 +17,7 @@ from sqlalchemy import Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.requestlog.record import LogRecord
+from modelport.requestlog.record import LogRecord, RequestStatus
 from modelport.storage.tables import request_log_counts, request_logs, usage_daily
 
 HOUR_MS = 3_600_000
@@ -76,7 +76,7 @@ async def _bump_usage(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> 
         key = (row["team_id"], row["created_at_ms"] // DAY_MS, row["key_id"] or "", row["provider"], row["model_name"])
         acc = sums.setdefault(key, [0] * len(_USAGE_FIELDS))
         acc[0] += 1
-        acc[1] += row["status"] != "success"
+        acc[1] += row["status"] != RequestStatus.SUCCESS
         acc[2] += row["prompt_tokens"] or 0
         acc[3] += row["completion_tokens"] or 0
         acc[4] += row["cached_tokens"] or 0

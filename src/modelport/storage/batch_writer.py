@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -47,8 +47,27 @@ from modelport.metrics import WRITE_DROPPED, WRITE_FLUSH_SECONDS, WRITE_QUEUE_DE
 from modelport.storage.spill import SpillFile
 
 T = TypeVar("T")
-# Writes one batch idempotently; returns how many of its rows were new (the rest were there already).
-WriteBatch = Callable[[list[T]], Awaitable[int]]
+# Writes one batch idempotently to the writer's database; returns how many of its rows were new (the rest
+# were there already).
+WriteBatch = Callable[[AsyncEngine, list[T]], Awaitable[int]]
+
+
+class Tuning(TypedDict, total=False):
+    """How a writer batches, retries and spills; every key has a default (`BatchWriter.__init__`). Writers
+    built on `BatchWriter` take these as keyword arguments and pass them on as they are."""
+
+    max_batch: int
+    flush_interval: float
+    spill_dir: Path | None
+    close_timeout: float
+    retry_initial: float
+    retry_max: float
+
+
+class BoundedTuning(Tuning, total=False):
+    # Rows waiting in memory before more spill (or, without a spill dir, are dropped); default
+    # `BatchWriter.default_max_pending`.
+    max_pending: int
 
 
 class _ReplayAbandoned(Exception):
@@ -66,6 +85,8 @@ class WriterStats:
 
 
 class BatchWriter(Generic[T]):
+    default_max_pending = 50_000
+
     def __init__(
         self,
         engine: AsyncEngine,
@@ -74,14 +95,11 @@ class BatchWriter(Generic[T]):
         name: str,
         to_row: Callable[[T], dict[str, Any]],
         from_row: Callable[[dict[str, Any]], T],
-        max_batch: int = 500,
-        flush_interval: float = 0.2,
-        max_pending: int = 50_000,
-        spill_dir: Path | None = None,
-        close_timeout: float = 10.0,
-        retry_initial: float = 0.1,
-        retry_max: float = 5.0,
+        **tuning: Unpack[BoundedTuning],
     ) -> None:
+        max_batch = tuning.get("max_batch", 500)
+        max_pending = tuning.get("max_pending", self.default_max_pending)
+        spill_dir = tuning.get("spill_dir")
         if max_batch < 1 or max_pending < max_batch:
             raise ValueError("need 1 <= max_batch <= max_pending")
         self._engine = engine
@@ -89,12 +107,12 @@ class BatchWriter(Generic[T]):
         self._name = name
         self._log = logging.getLogger(f"modelport.{name.replace(' ', '_')}")
         self._max_batch = max_batch
-        self._interval = flush_interval
+        self._interval = tuning.get("flush_interval", 0.2)
         self._max_pending = max_pending
         self._spill = SpillFile(spill_dir, to_row, from_row) if spill_dir is not None else None
-        self._close_timeout = close_timeout
-        self._retry_initial = retry_initial
-        self._retry_max = retry_max
+        self._close_timeout = tuning.get("close_timeout", 10.0)
+        self._retry_initial = tuning.get("retry_initial", 0.1)
+        self._retry_max = tuning.get("retry_max", 5.0)
         self._queue: deque[T] = deque()
         self._inflight: list[T] = []
         # Rows that enter the queue are numbered 0, 1, ...; a flush() waits until every number below its
@@ -219,7 +237,7 @@ class BatchWriter(Generic[T]):
         failures = 0
         while True:
             try:
-                new = await self._write_batch(batch)
+                new = await self._write_batch(self._engine, batch)
             except Exception as exc:
                 failures += 1
                 self.stats.failures += 1

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from modelport.clock import now_ms
 from modelport.settings import WebhookSettings
 from modelport.storage.tables import webhook_deliveries
+from modelport.storage.webhook_states import DeliveryStatus
 
 Source = Literal["task", "notification", "operator"]
 SOURCES: tuple[Source, ...] = ("task", "notification", "operator")
@@ -82,7 +83,7 @@ async def enqueue(
             url=url,
             event_type=event_type,
             payload=payload,
-            status="pending",
+            status=DeliveryStatus.PENDING,
             attempts=0,
             next_attempt_at_ms=now,
             lease_until_ms=0,

@@ -17,6 +17,7 @@ from modelport.billing.ledger import topup
 from modelport.clock import now_ms
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.executor import TaskExecutor
+from modelport.media.tasks.states import TaskStatus
 from modelport.media.tasks.workers import Reconciler
 from modelport.queue import build_queue
 from modelport.settings import TasksSettings
@@ -64,7 +65,7 @@ async def test_queue_age_follows_the_oldest_queued_task(tmp_path: Path, metrics_
             assert age is not None and 90 <= age < 200
 
             ended = await repo.finish_failure(
-                engine, task.id, status="cancelled", code="cancelled", message="x", outbox=lambda _t: None
+                engine, task.id, status=TaskStatus.CANCELLED, code="cancelled", message="x", outbox=lambda _t: None
             )
             assert ended is not None
             await reconciler.pass_once()

@@ -22,6 +22,7 @@ from modelport.net import SafeFetcher
 from modelport.settings import NetSettings, WebhookSettings
 from modelport.storage.outbox import enqueue, retry_window_ms
 from modelport.storage.tables import webhook_attempts
+from modelport.storage.webhook_states import DeliveryStatus
 from tests.integration.tasks.helpers import WebhookReceiver
 from tests.support.databases import migrated_engine
 
@@ -137,7 +138,10 @@ async def test_a_pluggable_lookup_signs_operator_rows_and_keeps_team_rows_on_the
         got = {r.headers["webhook-id"]: r for r in receiver.received}
     assert Webhook(OPERATOR_SECRET).verify(got[operator_id].body, got[operator_id].headers)["type"] == "deployment.down"
     team_secret = (
-        await teams(outbox.Delivery(team_id, "notification", None, team.id, "", "", "", "", 0, 0, 0, 0), now_ms())
+        await teams(
+            outbox.Delivery(team_id, "notification", None, team.id, "", "", "", DeliveryStatus.PENDING, 0, 0, 0, 0),
+            now_ms(),
+        )
     )[0]
     assert Webhook(team_secret).verify(got[team_id].body, got[team_id].headers)["type"] == "notification.test"
     listed = await outbox.for_team(engine, team.id, "notification", limit=10)

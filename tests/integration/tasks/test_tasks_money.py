@@ -18,6 +18,7 @@ from modelport.clock import now_ms
 from modelport.media.files.storage.local import LocalFileStore
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.executor import TaskExecutor
+from modelport.media.tasks.states import TaskStatus
 from modelport.net import SafeFetcher
 from modelport.settings import NetSettings, TasksSettings
 from modelport.storage.tables import ledger_entries, teams
@@ -105,8 +106,10 @@ async def test_racing_finishers_settle_each_task_once(engine: AsyncEngine) -> No
                 result_expires_at_ms=now_ms() + 1000,
                 outbox=no_outbox,
             ),
-            repo.finish_failure(engine, task.id, status="failed", code="x", message="x", outbox=no_outbox),
-            repo.finish_failure(engine, task.id, status="failed", code="x", message="x", outbox=no_outbox, run=run - 1),
+            repo.finish_failure(engine, task.id, status=TaskStatus.FAILED, code="x", message="x", outbox=no_outbox),
+            repo.finish_failure(
+                engine, task.id, status=TaskStatus.FAILED, code="x", message="x", outbox=no_outbox, run=run - 1
+            ),
         ]
         if index % 2:
             contenders.reverse()

@@ -17,8 +17,10 @@ from modelport.accounts import service as accounts
 from modelport.billing.ledger import topup
 from modelport.clock import now_ms
 from modelport.media.tasks import repository as repo
+from modelport.media.tasks.states import TaskStatus
 from modelport.media.webhooks import outbox
 from modelport.media.webhooks import secrets as team_secrets
+from modelport.media.webhooks.events import Event
 from modelport.media.webhooks.secret_box import secret_box
 from modelport.media.webhooks.sender import WebhookSender
 from modelport.net import SafeFetcher
@@ -61,10 +63,10 @@ async def failed_task_for_team(engine: AsyncEngine, team_id: str, url: str, give
     ended = await repo.finish_failure(
         engine,
         task.id,
-        status="failed",
+        status=TaskStatus.FAILED,
         code="x",
         message="boom",
-        outbox=lambda t: repo.OutboxRow(
+        outbox=lambda t: Event(
             event_id,
             "task.failed",
             json.dumps({"type": "task.failed", "data": {"task_id": t.id}}),
@@ -94,6 +96,11 @@ async def deliver_due(s: WebhookSender, engine: AsyncEngine, event_id: str) -> o
     return outbox._delivery(row)
 
 
+def task_of(row: outbox.Delivery) -> str:
+    assert row.task_id is not None  # a task's delivery
+    return row.task_id
+
+
 async def test_2xx_delivers_signed(engine: AsyncEngine) -> None:
     with WebhookReceiver().running() as receiver:
         team_id, event_id = await failed_task_with_webhook(engine, receiver.url())
@@ -113,7 +120,7 @@ async def test_3xx_is_a_failure_and_not_followed(engine: AsyncEngine) -> None:
         row = await deliver_due(s, engine, event_id)
         assert row.status == "pending" and row.attempts == 1
         assert [r.headers.get("webhook-id") for r in receiver.received] == [event_id]  # /elsewhere never asked
-        (log,) = await outbox.for_task(engine, row.task_id)
+        (log,) = await outbox.for_task(engine, task_of(row))
         assert log["attempts"][0]["status_code"] == 302 and "redirects are not followed" in log["attempts"][0]["error"]
 
 
@@ -134,7 +141,7 @@ async def test_429_retry_after_is_honoured_then_schedule_runs_out(engine: AsyncE
         before = now_ms()
         row = await deliver_due(s, engine, event_id)
         assert row.status == "pending" and row.next_attempt_at_ms >= before + 30_000
-        (log,) = await outbox.for_task(engine, row.task_id)
+        (log,) = await outbox.for_task(engine, task_of(row))
         assert log["attempts"][0]["outcome"] == "rate_limited"
 
         receiver.answer = lambda path, n: (500, {})
@@ -158,7 +165,7 @@ async def test_slow_receiver_times_out(engine: AsyncEngine) -> None:
         _, event_id = await failed_task_with_webhook(engine, receiver.url())
         row = await deliver_due(sender(engine, receiver, timeout_seconds=0.5), engine, event_id)
         assert row.status == "pending"
-        (log,) = await outbox.for_task(engine, row.task_id)
+        (log,) = await outbox.for_task(engine, task_of(row))
         assert log["attempts"][0]["status_code"] is None and "too_slow" in log["attempts"][0]["error"]
 
 

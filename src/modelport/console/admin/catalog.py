@@ -68,9 +68,8 @@ def _unmask(spec: dict[str, Any], stored: TextModel | MediaModel | None) -> dict
 
 async def _find(request: Request, slug: str) -> TextModel | MediaModel | None:
     snapshot = await operator(request).models()
-    if slug in snapshot.text:
-        return snapshot.text[slug]
-    return next((m for m in snapshot.media if m.slug == slug), None)
+    text = snapshot.text.get(slug)
+    return text if text is not None else snapshot.media.get(slug)
 
 
 @router.get("/models")
@@ -80,7 +79,7 @@ async def models_page(request: Request) -> Response:
         "title": "Models and prices",
         "active": "models",
         "text_models": sorted(snapshot.text.values(), key=lambda m: m.id),
-        "media_models": snapshot.media,
+        "media_models": list(snapshot.media.values()),
     }
     return page(request, "admin/models.html", context)
 

@@ -17,13 +17,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts.keys import hash_key
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters
+from modelport.media.tasks.states import UNFINISHED, TaskStatus
+from modelport.requestlog.record import RequestStatus
 from modelport.storage.tables import api_keys, media_tasks, request_logs, teams, webhook_deliveries
+from modelport.storage.webhook_states import DeliveryStatus
 from modelport.web.query_int import plain_int
 
 AnyRow = Row[*tuple[Any, ...]]
 PAGE = 50
-LOG_STATUSES = ("success", "error", "cancelled")
-TASK_STATUSES = ("queued", "processing", "success", "failed", "cancelled")
+LOG_STATUSES = tuple(RequestStatus)
+TASK_STATUSES = tuple(TaskStatus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,33 +204,31 @@ async def queue_state(engine: AsyncEngine) -> QueueState:
     async with engine.connect() as conn:
         counts: dict[str, int] = dict(
             (
-                await conn.execute(
-                    select(c.status, func.count()).where(c.status.in_(("queued", "processing"))).group_by(c.status)
-                )
+                await conn.execute(select(c.status, func.count()).where(c.status.in_(UNFINISHED)).group_by(c.status))
             ).all()
         )
-        oldest = (await conn.execute(select(func.min(c.created_at_ms)).where(c.status == "queued"))).scalar()
+        oldest = (await conn.execute(select(func.min(c.created_at_ms)).where(c.status == TaskStatus.QUEUED))).scalar()
         expired = (
             await conn.execute(
                 select(func.count()).where(
-                    c.status == "processing", or_(c.lease_until_ms.is_(None), c.lease_until_ms < now)
+                    c.status == TaskStatus.PROCESSING, or_(c.lease_until_ms.is_(None), c.lease_until_ms < now)
                 )
             )
         ).scalar_one()
         workers = (
             await conn.execute(
                 select(c.claimed_by, func.count(), func.max(c.lease_until_ms))
-                .where(c.status == "processing", c.lease_until_ms >= now, c.claimed_by.is_not(None))
+                .where(c.status == TaskStatus.PROCESSING, c.lease_until_ms >= now, c.claimed_by.is_not(None))
                 .group_by(c.claimed_by)
                 .order_by(c.claimed_by)
             )
         ).all()
         pending = (
-            await conn.execute(select(func.count()).where(webhook_deliveries.c.status == "pending"))
+            await conn.execute(select(func.count()).where(webhook_deliveries.c.status == DeliveryStatus.PENDING))
         ).scalar_one()
     return QueueState(
-        queued=int(counts.get("queued", 0)),
-        processing=int(counts.get("processing", 0)),
+        queued=int(counts.get(TaskStatus.QUEUED, 0)),
+        processing=int(counts.get(TaskStatus.PROCESSING, 0)),
         oldest_queued_ms=None if oldest is None else int(oldest),
         expired_leases=int(expired),
         workers=[Worker(str(name), int(n), int(lease)) for name, n, lease in workers],

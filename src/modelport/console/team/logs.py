@@ -21,12 +21,13 @@ from modelport.accounts import console_sessions
 from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
 from modelport.console.deps import require_team
-from modelport.console.forms import as_field, choice, csv_cell, cursor, optional_text, utc_minute
+from modelport.console.forms import as_field, csv_cell, cursor, enum_choice, optional_text, utc_minute
 from modelport.console.sessions import session_token
 from modelport.console.templating import render, render_fragment, usd_plain, when
 from modelport.errors import InvalidParameters, NotFound
 from modelport.requestlog import browse
 from modelport.requestlog.params import MAX_SPAN_SECONDS, SVC_USER_ID_RE
+from modelport.requestlog.record import RequestStatus
 from modelport.requestlog.store import DAY_MS
 from modelport.requestlog.usage import daily_usage
 from modelport.web.deps import get_services
@@ -34,7 +35,7 @@ from modelport.web.deps import get_services
 router = APIRouter()
 
 PAGE_SIZE = 50
-STATUSES = ("", "success", "error", "cancelled")
+STATUSES = ("", *RequestStatus)
 TAIL_POLL_SECONDS = 2.0
 TAIL_MAX_SECONDS = 300.0  # the browser's EventSource reconnects; a stream never outlives a deploy by long
 EXPORT_CHUNK = 1000
@@ -58,7 +59,7 @@ def log_filter(request: Request) -> browse.LogFilter:
         provider, sep, name = model.partition("/")
         if not sep:
             provider, name = None, model
-    status = choice(request, "status", STATUSES, "") or None
+    status = enum_choice(request, "status", RequestStatus)
     user = optional_text(request, "svc_user_id", max_len=128)
     if user is not None and not SVC_USER_ID_RE.fullmatch(user):
         raise InvalidParameters("svc_user_id is 8 to 128 letters, digits, '-' or '_'", param="svc_user_id")

@@ -14,12 +14,12 @@ from modelport.console.deps import require_team
 from modelport.console.team.usage import Totals, period_usage
 from modelport.console.templating import render
 from modelport.media.tasks import repository as task_repo
+from modelport.media.tasks.states import UNFINISHED
 from modelport.web.deps import get_services
 
 router = APIRouter()
 
 DAYS = 30
-IN_FLIGHT = ("queued", "processing")
 
 
 @router.get("/")
@@ -35,7 +35,7 @@ async def overview(request: Request, auth: AuthContext = Depends(require_team)) 
         if row.day == last:
             today.add(row)
     in_flight = {}
-    for status in IN_FLIGHT:
+    for status in UNFINISHED:
         _, count = await task_repo.list_page(
             services.db, auth.team_id, task_repo.ListFilter(status=status), offset=0, limit=1
         )

@@ -10,11 +10,12 @@ from starlette.responses import RedirectResponse, Response
 from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
 from modelport.console.deps import require_team
-from modelport.console.forms import choice, optional_text
+from modelport.console.forms import enum_choice, optional_text
 from modelport.console.templating import console_root, render
 from modelport.errors import Conflict, NotFound
 from modelport.media.tasks import repository as task_repo
-from modelport.media.tasks.service import STATUSES, TASKS
+from modelport.media.tasks.service import TASKS
+from modelport.media.tasks.states import TaskStatus
 from modelport.media.tasks.views import task_view
 from modelport.media.webhooks import outbox
 from modelport.web.deps import get_services
@@ -23,13 +24,12 @@ from modelport.web.query_int import query_int
 router = APIRouter()
 
 PAGE_SIZE = 25
-IN_FLIGHT = ("queued", "processing")
 
 
 @router.get("/tasks")
 async def tasks_page(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
     tasks = get_services(request)[TASKS]
-    status = choice(request, "status", ("", *STATUSES), "") or None
+    status = enum_choice(request, "status", TaskStatus)
     model_id = optional_text(request, "model_id", max_len=200)
     page = query_int(request.query_params.get("page"), "page", low=1, high=100_000, default=1) or 1
     rows, total = await task_repo.list_page(
@@ -47,7 +47,7 @@ async def tasks_page(request: Request, auth: AuthContext = Depends(require_team)
         "total": total,
         "page": page,
         "pages": max(1, -(-total // PAGE_SIZE)),
-        "statuses": ("", *STATUSES),
+        "statuses": ("", *TaskStatus),
         "status": status or "",
         "model_id": model_id or "",
         "now": now_ms(),

@@ -65,20 +65,27 @@ async def insert_within_quota(
         usage = await _usage(conn, record.team_id, now_ms)
         if usage.files + 1 > max_files or usage.bytes + record.size_bytes > max_bytes:
             return False
-        await conn.execute(
-            insert(media_files).values(
-                id=record.id,
-                team_id=record.team_id,
-                type=record.type,
-                mime_type=record.mime_type,
-                name=record.name,
-                size_bytes=record.size_bytes,
-                storage_key=record.storage_key,
-                created_at_ms=record.created_at_ms,
-                expires_at_ms=record.expires_at_ms,
-            )
-        )
+        await insert_in(conn, record)
     return True
+
+
+async def insert_in(conn: AsyncConnection, record: FileRecord, *, task_id: str | None = None) -> None:
+    """Insert the file's row in the caller's transaction. `task_id`: a task's result (inserted with the
+    task's success), listed with the team's files but outside its upload quota."""
+    await conn.execute(
+        insert(media_files).values(
+            id=record.id,
+            team_id=record.team_id,
+            type=record.type,
+            mime_type=record.mime_type,
+            name=record.name,
+            size_bytes=record.size_bytes,
+            storage_key=record.storage_key,
+            created_at_ms=record.created_at_ms,
+            expires_at_ms=record.expires_at_ms,
+            task_id=task_id,
+        )
+    )
 
 
 def _lock_key(team_id: str) -> int:

@@ -11,7 +11,6 @@ never together exceed it. An upload that loses that race has its stored bytes re
 from __future__ import annotations
 
 import logging
-import secrets
 import unicodedata
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from modelport.media.files.checked_stream import CheckedStream
 from modelport.media.files.repository import FileRecord
 from modelport.media.files.signing import build_download_url, check_signature, derive_key, parse_download_url
 from modelport.media.files.storage import FileStore, ObjectMissing
+from modelport.media.files.stored import put_new
 from modelport.services import ServiceKey
 from modelport.settings import FilesSettings
 from modelport.web.query_int import plain_int
@@ -83,21 +83,19 @@ class FilesService:
         room = self.settings.quota_bytes - usage.bytes
         if room <= 0:
             raise QuotaExceeded("the team's storage quota (bytes) is used up; delete files first")
-        file_id = "file_" + secrets.token_hex(16)
-        key = f"{file_id[-2:]}/{file_id}"
         checked = CheckedStream(data, max_bytes=self.settings.max_upload_bytes, quota_room_bytes=room)
-        size = await self.store.put_stream(key, checked)
+        stored = await put_new(self.store, checked)
         detected = checked.detected
         assert detected is not None  # CheckedStream raises before finishing without a type
         created = self._clock()
         record = FileRecord(
-            id=file_id,
+            id=stored.file_id,
             team_id=team_id,
             type=detected.type,
             mime_type=detected.mime_type,
             name=clean_name(filename(), detected.extension),
-            size_bytes=size,
-            storage_key=key,
+            size_bytes=stored.size_bytes,
+            storage_key=stored.storage_key,
             created_at_ms=created,
             expires_at_ms=created + self.settings.retention_seconds * 1000,
         )
@@ -110,10 +108,10 @@ class FilesService:
                 now_ms=self._clock(),
             )
         except BaseException:
-            await self.store.delete(key)
+            await self.store.delete(stored.storage_key)
             raise
         if not inserted:
-            await self.store.delete(key)
+            await self.store.delete(stored.storage_key)
             raise QuotaExceeded(
                 f"the team's storage quota ({self.settings.quota_files} files, {self.settings.quota_bytes} bytes)"
                 " would be exceeded; delete files first"

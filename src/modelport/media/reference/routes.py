@@ -86,7 +86,7 @@ def _redirect(to: str) -> Callable[[], Any]:
 
 async def reference_index(request: Request) -> Response:
     snapshot = await get_services(request).catalog.get()
-    models = [(m.slug, m.description) for m in snapshot.media if m.active and m.published]
+    models = [(m.slug, m.description) for m in snapshot.media.values() if m.active and m.published]
     return _page(request, index_page(guides().values(), models))
 
 

@@ -19,19 +19,21 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport import tracing
 from modelport.catalog import CatalogStore
-from modelport.catalog_spec import MediaModel
 from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
+from modelport.media.files.stored import put_new
 from modelport.media.tasks import repository as repo
+from modelport.media.tasks.backend import Embedded, Hosted, backend_of
 from modelport.media.tasks.inputs import InputUnavailable, read_input
 from modelport.media.tasks.live import TaskChanges
-from modelport.media.tasks.models import RenderControl, RenderedFile, RenderStopped, Runner, spec
+from modelport.media.tasks.models import RenderControl, RenderedFile, RenderStopped
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.render.host import RenderFailed, RenderHost, RenderRefused
-from modelport.media.tasks.repository import OutboxRow, StoredFile, TaskRow
+from modelport.media.tasks.repository import EventOf, StoredFile, TaskRow
+from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.tasks.upstream.client import UpstreamFailed
 from modelport.media.tasks.upstream.runner import UpstreamMedia
-from modelport.media.tasks.upstream.runner import units as upstream_units
+from modelport.media.webhooks.events import TaskEvent
 from modelport.net import SafeFetcher
 from modelport.settings import TasksSettings
 
@@ -47,7 +49,7 @@ class TaskExecutor:
         store: FileStore,
         fetcher: SafeFetcher,
         settings: TasksSettings,
-        outbox: Callable[[TaskRow], OutboxRow | None],
+        outbox: EventOf,
         on_terminal: Callable[[], None],
         changes: TaskChanges | None = None,
     ) -> None:
@@ -83,7 +85,7 @@ class TaskExecutor:
         ended = await repo.finish_failure(
             self._engine,
             task_id,
-            status="failed",
+            status=TaskStatus.FAILED,
             code=code,
             message=message,
             outbox=self._outbox,
@@ -103,7 +105,7 @@ class TaskExecutor:
         ended = await repo.finish_failure(
             self._engine,
             task_id,
-            status="failed",
+            status=TaskStatus.FAILED,
             code="deadline_exceeded",
             message="the task did not finish before its deadline; its price was released",
             outbox=self._outbox,
@@ -197,12 +199,12 @@ class TaskExecutor:
     async def _unclaimable(self, task_id: str) -> None:
         """The claim failed: the task ended, another worker holds it, or it must fail now."""
         task = await repo.get(self._engine, task_id)
-        if task is None or task.status in repo.TERMINAL:
+        if task is None or task.status in TERMINAL:
             return
         if task.deadline_ms <= now_ms():
             await self.fail_past_deadline(task_id)
         elif task.attempts >= self._settings.max_attempts and (
-            task.status == "queued" or (task.lease_until_ms or 0) < now_ms()
+            task.status == TaskStatus.QUEUED or (task.lease_until_ms or 0) < now_ms()
         ):
             await self.fail(
                 task_id,
@@ -213,16 +215,13 @@ class TaskExecutor:
     async def _run(
         self, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> tuple[list[StoredFile], int, dict[str, object]]:
-        model = next((m for m in (await self._catalog.get()).media if m.slug == task.model_id), None)
-        if model is not None and model.upstream is not None:
-            outputs = await self._upstream_outputs(model, task, lost, control)
-            default_units = upstream_units(model, task.input)
+        backend = await backend_of((await self._catalog.get()).media.get(task.model_id))
+        if backend is None:
+            raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
+        if isinstance(backend, Hosted):
+            outputs = await self._upstream_outputs(backend, task, lost, control)
         else:
-            task_model = spec(model.runner) if model is not None else None
-            if model is None or model.runner is None or task_model is None:
-                raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
-            outputs = await self._render(model.runner, task_model, task, lost, control)
-            default_units = task_model.units(task.input)
+            outputs = await self._render(backend, task, lost, control)
         if lost.is_set():
             raise _LeaseLost()
         files: list[StoredFile] = []
@@ -233,8 +232,8 @@ class TaskExecutor:
             await self._discard(files)  # no row will ever name these bytes
             raise
         rendered_units = [out.units for out in outputs if out.units is not None]
-        units = sum(rendered_units) if rendered_units else default_units
-        cost = price_micros(model, units)
+        units = sum(rendered_units) if rendered_units else backend.units(task.input)
+        cost = price_micros(backend.model, units)
         metadata: dict[str, object] = {"seed": task.seed}
         for out in outputs:
             metadata.update(out.metadata)
@@ -243,8 +242,9 @@ class TaskExecutor:
         return files, cost, metadata
 
     async def _render(
-        self, name: str, task_model: Runner, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, backend: Embedded, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
+        name, task_model = backend.name, backend.runner
         inputs: dict[str, bytes] = {}
         for field in task_model.url_fields:
             value = task.input.get(field)
@@ -257,15 +257,11 @@ class TaskExecutor:
                     raise _TaskError("input_unavailable", exc.message) from exc
         render = asyncio.create_task(self.renders.render(name, task.input, task.seed, inputs, control))
         render.add_done_callback(_retrieve)
-        watch = asyncio.create_task(lost.wait())
-        try:
-            await asyncio.wait({render, watch}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            watch.cancel()
-            if not render.done():
-                # Cancelling the call tells the render process to stop it: the model sees the stop at its
-                # next progress report (between frames, sentences, images).
-                render.cancel()
+        await _until_lost(render, lost)
+        if not render.done():
+            # Cancelling the call tells the render process to stop it: the model sees the stop at its next
+            # progress report (between frames, sentences, images).
+            render.cancel()
         if not render.done() or render.cancelled() or lost.is_set():
             control.stop.set()
             raise _LeaseLost()
@@ -281,7 +277,7 @@ class TaskExecutor:
         return outputs
 
     async def _upstream_outputs(
-        self, model: MediaModel, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, backend: Hosted, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
         """The provider's outputs; unlike a render thread, the calls stop at once when the run loses its task
         (lease taken over, deadline passed, cancelled), freeing the provider slot (and a submit-and-poll
@@ -290,12 +286,10 @@ class TaskExecutor:
         def report(fraction: float) -> None:
             control.fraction = fraction
 
-        call = asyncio.create_task(self._upstream.run(model, task, report))
-        watch = asyncio.create_task(lost.wait())
+        call = asyncio.create_task(self._upstream.run(backend.model, task, report))
         try:
-            await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
+            await _until_lost(call, lost)
         finally:
-            watch.cancel()
             if not call.done():
                 call.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -313,20 +307,17 @@ class TaskExecutor:
                 await self._store.delete(f.storage_key)
 
     async def _store_file(self, task: TaskRow, index: int, out: RenderedFile) -> StoredFile:
-        file_id = "file_" + secrets.token_hex(16)
-        key = f"{file_id[-2:]}/{file_id}"
-
         async def chunks() -> AsyncIterator[bytes]:
             yield out.data
 
-        size = await self._store.put_stream(key, chunks())
+        stored = await put_new(self._store, chunks())
         return StoredFile(
-            file_id=file_id,
-            storage_key=key,
+            file_id=stored.file_id,
+            storage_key=stored.storage_key,
             type=out.type,
             mime_type=out.mime_type,
             name=f"{task.id}-{index + 1}.{out.format}",
-            size_bytes=size,
+            size_bytes=stored.size_bytes,
             width=out.width,
             height=out.height,
             format=out.format,
@@ -369,7 +360,7 @@ class TaskExecutor:
         """Every `progress_interval_seconds`: write a changed progress (a lost compare-and-swap means the run
         lost the task), else read the row's status; fail the task once its deadline passed."""
         interval = self._settings.progress_interval_seconds
-        chosen = task.webhook_url is not None and "task.progress" in (task.webhook_events or ())
+        chosen = task.webhook_url is not None and TaskEvent.PROGRESS in (task.webhook_events or ())
         written: int | None = None
         last_hook = 0.0
         loop = asyncio.get_running_loop()
@@ -395,11 +386,20 @@ class TaskExecutor:
                         self._on_terminal()  # wakes the webhook sender
                 else:
                     state = await repo.run_state(self._engine, task.id)
-                    if state != ("processing", task.attempts):
+                    if state != (TaskStatus.PROCESSING, task.attempts):
                         lost.set()
                         return
             except Exception:
                 log.exception("task %s: progress watch failed; retrying", task.id)
+
+
+async def _until_lost(work: asyncio.Task[list[RenderedFile]], lost: asyncio.Event) -> None:
+    """Wait until `work` is done or the run loses its task (`lost`), whichever comes first."""
+    watch = asyncio.create_task(lost.wait())
+    try:
+        await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
 
 
 def _retrieve(render: asyncio.Task[list[RenderedFile]]) -> None:

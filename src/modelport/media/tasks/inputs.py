@@ -13,6 +13,7 @@ import asyncio
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.catalog_spec import MediaUpstream
 from modelport.errors import InvalidParameters, ServiceError
 from modelport.media.assets.refs import is_asset_ref, resolve_asset_ref
 from modelport.media.files.storage import FileStore, ObjectMissing
@@ -30,27 +31,56 @@ class InputUnavailable(Exception):
         self.message = message
 
 
-def _kinds(field: str) -> tuple[str, ...]:
-    return ("video",) if field.startswith("video") else ("image",)
+def media_kinds(field: str) -> tuple[str, ...]:
+    """The asset types a media field takes: a video field (`video_url`, `reference_video`) videos, any other
+    images."""
+    return ("video",) if "video" in field else ("image",)
 
 
-async def check_input_url(fetcher: SafeFetcher, engine: AsyncEngine, team_id: str, field: str, value: object) -> None:
-    """Raises InvalidParameters (400) naming `field` if the value can never be read."""
+async def check_input_url(
+    fetcher: SafeFetcher,
+    engine: AsyncEngine,
+    team_id: str,
+    field: str,
+    value: object,
+    *,
+    provider: MediaUpstream | None = None,
+) -> None:
+    """Raises InvalidParameters (400) naming `field` if the value can never be read. `provider`: the field
+    is one of a hosted provider's `asset_fields`, read by the provider itself: an asset must be in its asset
+    library, and an https URL's name is not resolved here."""
     if not isinstance(value, str):
         raise InvalidParameters(f"{field} must be a string", param=field)
     if is_asset_ref(value):
-        await resolve_asset_ref(engine, team_id, value, field=field, kinds=_kinds(field))
+        record = await resolve_asset_ref(engine, team_id, value, field=field, kinds=media_kinds(field))
+        if provider is not None and record.upstream_id is None:
+            raise InvalidParameters(
+                f"{field}: asset {record.id!r} is not held by provider {provider.name}'s asset library", param=field
+            )
         return
     if fetcher.is_own(value):
         return
+    bad_form = InvalidParameters(
+        f"{field} must be an https URL, one of our download URLs or asset://<asset_id>", param=field
+    )
+    await check_public_url(fetcher, value, param=field, bad_form=bad_form, resolve=provider is None)
+
+
+async def check_public_url(
+    fetcher: SafeFetcher, url: str, *, param: str, bad_form: ServiceError, resolve: bool = True
+) -> None:
+    """A URL we (or a provider) will fetch later: `bad_form` when it is no https URL without userinfo, a 400
+    naming `param` when its address is refused. `resolve`: its name is looked up now, so a name that resolves
+    to a private address is refused at once, not when it is fetched."""
     try:
-        await fetcher.check_resolved(value)  # a name resolving to a private address: 400 now, not at the run
+        if resolve:
+            await fetcher.check_resolved(url)
+        else:
+            fetcher.check(url)
     except UrlFormatRefused as exc:
-        raise InvalidParameters(
-            f"{field} must be an https URL, one of our download URLs or asset://<asset_id>", param=field
-        ) from exc
+        raise bad_form from exc
     except FetchError as exc:
-        raise InvalidParameters(f"{field} cannot be used: {exc.detail}", param=field) from exc
+        raise InvalidParameters(f"{param} cannot be used: {exc.detail}", param=param) from exc
 
 
 async def read_input(
@@ -59,7 +89,7 @@ async def read_input(
     """The bytes `value` names; raises InputUnavailable saying why not."""
     try:
         if is_asset_ref(value):
-            record = await resolve_asset_ref(engine, team_id, value, field=field, kinds=_kinds(field))
+            record = await resolve_asset_ref(engine, team_id, value, field=field, kinds=media_kinds(field))
             if record.storage_key is None:
                 raise InputUnavailable(f"{field}: asset {record.id!r} has no copy on this server")
             chunks = [c async for c in await store.open_range(record.storage_key, 0, record.size_bytes)]

@@ -6,7 +6,7 @@ reconcilers, crashes or duplicate queue deliveries race on it:
 
 - create: `task_hold` (available -> frozen) in the transaction that inserts the row;
 - success: `task_release` of the frozen amount + `charge` of the actual price, with the result files' rows
-  and the webhook outbox row;
+  (`media.files.repository.insert_in`) and the webhook outbox row (`media.webhooks.events`);
 - failed / cancelled: `task_release` of all of it, with the outbox row.
 
 A run is identified by `attempts` (incremented by each claim): the running worker renews its lease and
@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -28,11 +28,13 @@ from modelport.billing import key_budget, notify
 from modelport.billing.key_budget import KeyHold
 from modelport.billing.ledger import freeze_in, settle_in
 from modelport.clock import now_ms
+from modelport.media.files import repository as files_repo
+from modelport.media.files.repository import FileRecord
+from modelport.media.tasks.states import UNFINISHED, TaskStatus, sources
+from modelport.media.webhooks.events import Event, enqueue_task_event
 from modelport.metrics import TASK_DURATION, TASKS_CREATED, TASKS_FINISHED
-from modelport.storage.tables import media_files, media_tasks, teams, webhook_deliveries
+from modelport.storage.tables import media_tasks, teams
 
-UNFINISHED = ("queued", "processing")
-TERMINAL = ("success", "failed", "cancelled")
 HOLD_KIND = "task_hold"
 # PostgreSQL NOTIFY channel of task row changes (payload: the task id).
 TASK_CHANNEL = "modelport_tasks"
@@ -44,7 +46,7 @@ class TaskRow:
     id: str
     team_id: str
     model_id: str
-    status: str
+    status: TaskStatus
     input: dict[str, Any]
     seed: int
     frozen_micros: int
@@ -74,7 +76,7 @@ def _row(r: Row[Any]) -> TaskRow:
         id=r.id,
         team_id=r.team_id,
         model_id=r.model_id,
-        status=r.status,
+        status=TaskStatus(r.status),
         input=dict(r.input),
         seed=int(r.seed),
         frozen_micros=int(r.frozen_micros),
@@ -117,6 +119,10 @@ class NewTask:
     webhook_events: tuple[str, ...] | None = None
     result_retention_seconds: int | None = None
 
+
+# What a change of the task puts in the webhook outbox: the event of its new state, or None (no event, or
+# the task's creator did not choose it). `TaskService.webhook_event`.
+EventOf = Callable[[TaskRow], Event | None]
 
 CreateOutcome = Literal["created", "insufficient_balance", "key_budget_exceeded", "too_many_tasks", "claim_lost"]
 
@@ -163,7 +169,7 @@ async def create(
             id=task.id,
             team_id=task.team_id,
             model_id=task.model_id,
-            status="queued",
+            status=TaskStatus.QUEUED,
             input=task.input,
             seed=task.seed,
             frozen_micros=task.price_micros,
@@ -204,7 +210,7 @@ async def get(engine: AsyncEngine, task_id: str, *, team_id: str | None = None) 
 
 @dataclass(frozen=True, slots=True)
 class ListFilter:
-    status: str | None = None
+    status: TaskStatus | None = None
     model_id: str | None = None
     start_ms: int | None = None
     end_ms: int | None = None
@@ -246,7 +252,7 @@ async def claim(
     lease_ms: int,
     max_attempts: int,
     worker: str,
-    outbox: Callable[[TaskRow], OutboxRow | None] | None = None,
+    outbox: EventOf | None = None,
 ) -> TaskRow | None:
     """Start a run: `queued`, or `processing` whose lease ran out (its worker died), becomes `processing`
     with a new lease and `attempts + 1`. None when another worker holds it, it has ended, its attempts are
@@ -259,13 +265,12 @@ async def claim(
             media_tasks.c.id == task_id,
             media_tasks.c.attempts < max_attempts,
             media_tasks.c.deadline_ms > now,
-            or_(
-                media_tasks.c.status == "queued",
-                and_(media_tasks.c.status == "processing", media_tasks.c.lease_until_ms < now),
-            ),
+            media_tasks.c.status.in_(sources(TaskStatus.PROCESSING)),
+            # A running task only once its lease ran out (its worker died or stalled).
+            or_(media_tasks.c.status != TaskStatus.PROCESSING, media_tasks.c.lease_until_ms < now),
         )
         .values(
-            status="processing",
+            status=TaskStatus.PROCESSING,
             attempts=media_tasks.c.attempts + 1,
             lease_until_ms=now + lease_ms,
             claimed_by=worker,
@@ -279,18 +284,18 @@ async def claim(
             return None
         task = _row(row)
         if task.attempts == 1 and outbox is not None:
-            await _insert_outbox(conn, task, outbox)
+            await _enqueue_event(conn, task, outbox)
         await notify_in(conn, task.id)
     return task
 
 
-async def run_state(engine: AsyncEngine, task_id: str) -> tuple[str, int] | None:
+async def run_state(engine: AsyncEngine, task_id: str) -> tuple[TaskStatus, int] | None:
     """`(status, attempts)` of a task: what a running worker compares with its own run."""
     async with engine.connect() as conn:
         row = (
             await conn.execute(select(media_tasks.c.status, media_tasks.c.attempts).where(media_tasks.c.id == task_id))
         ).first()
-    return None if row is None else (str(row.status), int(row.attempts))
+    return None if row is None else (TaskStatus(row.status), int(row.attempts))
 
 
 async def set_progress(
@@ -299,26 +304,28 @@ async def set_progress(
     run: int,
     progress: int,
     *,
-    outbox: Callable[[TaskRow], OutboxRow | None] | None = None,
+    outbox: EventOf | None = None,
 ) -> bool:
     """Record run `run`'s progress (and, when `outbox` is given, a `task.progress` webhook row if the creator
     chose it); False when the run no longer owns the task (cancelled, past its deadline, taken over)."""
     async with engine.begin() as conn:
         row = (
             await conn.execute(
-                update(media_tasks)
-                .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
-                .values(progress=progress)
-                .returning(*media_tasks.c)
+                update(media_tasks).where(*_run_owns(task_id, run)).values(progress=progress).returning(*media_tasks.c)
             )
         ).first()
         if row is None:
             return False
         task = _row(row)
         if outbox is not None:
-            await _insert_outbox(conn, task, outbox)
+            await _enqueue_event(conn, task, outbox)
         await notify_in(conn, task_id)
     return True
+
+
+def _run_owns(task_id: str, run: int) -> tuple[ColumnElement[bool], ...]:
+    """Run `run` still owns the task: it is running, and no later run has taken it over."""
+    return (media_tasks.c.id == task_id, media_tasks.c.status == TaskStatus.PROCESSING, media_tasks.c.attempts == run)
 
 
 async def queue_position(engine: AsyncEngine, task: TaskRow) -> int:
@@ -333,7 +340,7 @@ async def queue_position_in(conn: AsyncConnection, task: TaskRow) -> int:
             select(func.count())
             .select_from(media_tasks)
             .where(
-                media_tasks.c.status == "queued",
+                media_tasks.c.status == TaskStatus.QUEUED,
                 or_(
                     media_tasks.c.created_at_ms < task.created_at_ms,
                     and_(media_tasks.c.created_at_ms == task.created_at_ms, media_tasks.c.id < task.id),
@@ -348,16 +355,15 @@ async def renew(engine: AsyncEngine, task_id: str, run: int, *, lease_ms: int) -
     """Extend the lease of run `run`; False when the run no longer owns the task."""
     async with engine.begin() as conn:
         result = await conn.execute(
-            update(media_tasks)
-            .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
-            .values(lease_until_ms=now_ms() + lease_ms)
+            update(media_tasks).where(*_run_owns(task_id, run)).values(lease_until_ms=now_ms() + lease_ms)
         )
     return bool(result.rowcount)
 
 
 @dataclass(frozen=True, slots=True)
 class StoredFile:
-    """A result file already written to the store; its row is inserted with the success transition."""
+    """A result file already in the store (`media.files.stored`); its row is inserted with the success
+    transition."""
 
     file_id: str
     storage_key: str
@@ -370,6 +376,19 @@ class StoredFile:
     format: str
     role: str
 
+    def record(self, team_id: str, *, created_at_ms: int, expires_at_ms: int) -> FileRecord:
+        return FileRecord(
+            id=self.file_id,
+            team_id=team_id,
+            type=self.type,
+            mime_type=self.mime_type,
+            name=self.name,
+            size_bytes=self.size_bytes,
+            storage_key=self.storage_key,
+            created_at_ms=created_at_ms,
+            expires_at_ms=expires_at_ms,
+        )
+
 
 async def finish_success(
     engine: AsyncEngine,
@@ -380,7 +399,7 @@ async def finish_success(
     cost_micros: int,
     metadata: dict[str, Any],
     result_expires_at_ms: int,
-    outbox: Callable[[TaskRow], OutboxRow | None],
+    outbox: EventOf,
 ) -> TaskRow | None:
     """`processing` (this run) -> `success`, charging `cost_micros` (at most what was frozen) and releasing the
     rest, inserting the files' rows and the webhook outbox row: all in one transaction. None if lost."""
@@ -393,9 +412,9 @@ async def finish_success(
         row = (
             await conn.execute(
                 update(media_tasks)
-                .where(media_tasks.c.id == task_id, media_tasks.c.status == "processing", media_tasks.c.attempts == run)
+                .where(*_run_owns(task_id, run))
                 .values(
-                    status="success",
+                    status=TaskStatus.SUCCESS,
                     resources=resources,
                     result_metadata=metadata,
                     ended_at_ms=now,
@@ -413,20 +432,8 @@ async def finish_success(
             return None
         task = _row(row)
         for f in files:
-            await conn.execute(
-                insert(media_files).values(
-                    id=f.file_id,
-                    team_id=task.team_id,
-                    type=f.type,
-                    mime_type=f.mime_type,
-                    name=f.name,
-                    size_bytes=f.size_bytes,
-                    storage_key=f.storage_key,
-                    created_at_ms=now,
-                    expires_at_ms=result_expires_at_ms,
-                    task_id=task.id,  # a result, not an upload: outside the upload quota
-                )
-            )
+            record = f.record(task.team_id, created_at_ms=now, expires_at_ms=result_expires_at_ms)
+            await files_repo.insert_in(conn, record, task_id=task.id)
         await _settle_and_notify(conn, task, cost=task.cost_micros or 0, outbox=outbox)
     _count_ended(task)
     return task
@@ -436,18 +443,19 @@ async def finish_failure(
     engine: AsyncEngine,
     task_id: str,
     *,
-    status: Literal["failed", "cancelled"],
+    status: Literal[TaskStatus.FAILED, TaskStatus.CANCELLED],
     code: str,
     message: str,
-    outbox: Callable[[TaskRow], OutboxRow | None],
+    outbox: EventOf,
     run: int | None = None,
-    from_statuses: Sequence[str] = UNFINISHED,
+    from_statuses: Sequence[TaskStatus] | None = None,
     past_deadline: bool = False,
 ) -> TaskRow | None:
     """An unfinished task -> `failed`/`cancelled`, releasing all it froze, with the outbox row; None if the
     compare-and-swap lost (the task had already ended, or is no longer in `from_statuses` / run `run`)."""
     now = now_ms()
-    conds = [media_tasks.c.id == task_id, media_tasks.c.status.in_(list(from_statuses))]
+    allowed = sources(status) if from_statuses is None else from_statuses
+    conds = [media_tasks.c.id == task_id, media_tasks.c.status.in_(list(allowed))]
     if run is not None:
         conds.append(media_tasks.c.attempts == run)
     if past_deadline:
@@ -476,17 +484,7 @@ async def finish_failure(
     return task
 
 
-@dataclass(frozen=True, slots=True)
-class OutboxRow:
-    id: str
-    event_type: str
-    payload: str
-    give_up_at_ms: int
-
-
-async def _settle_and_notify(
-    conn: AsyncConnection, task: TaskRow, *, cost: int, outbox: Callable[[TaskRow], OutboxRow | None]
-) -> None:
+async def _settle_and_notify(conn: AsyncConnection, task: TaskRow, *, cost: int, outbox: EventOf) -> None:
     await settle_in(
         conn, task.team_id, held_micros=task.frozen_micros, cost_micros=cost, ref=task.id, release_kind=RELEASE_KIND
     )
@@ -499,7 +497,7 @@ async def _settle_and_notify(
             else [(task.team_id, task.key_id, task.key_period_ms)]
         )
         await notify.after_settlement(conn, [task.team_id], keys)
-    await _insert_outbox(conn, task, outbox)
+    await _enqueue_event(conn, task, outbox)
     await notify_in(conn, task.id)
 
 
@@ -510,29 +508,14 @@ async def notify_in(conn: AsyncConnection, task_id: str) -> None:
         await conn.execute(select(func.pg_notify(TASK_CHANNEL, task_id)))
 
 
-async def _insert_outbox(conn: AsyncConnection, task: TaskRow, outbox: Callable[[TaskRow], OutboxRow | None]) -> None:
+async def _enqueue_event(conn: AsyncConnection, task: TaskRow, outbox: EventOf) -> None:
+    """The webhook event of the change (if the task has a webhook and `outbox` says the change fires one),
+    in the change's transaction."""
     if task.webhook_url is None:
         return
     event = outbox(task)
-    if event is None:
-        return
-    now = now_ms()
-    await conn.execute(
-        insert(webhook_deliveries).values(
-            id=event.id,
-            task_id=task.id,
-            team_id=task.team_id,
-            url=task.webhook_url,
-            event_type=event.event_type,
-            payload=event.payload,
-            status="pending",
-            attempts=0,
-            next_attempt_at_ms=now,
-            lease_until_ms=0,
-            give_up_at_ms=event.give_up_at_ms,
-            created_at_ms=now,
-        )
-    )
+    if event is not None:
+        await enqueue_task_event(conn, event, team_id=task.team_id, task_id=task.id, url=task.webhook_url)
 
 
 # -- the reconciler's queries -----------------------------------------------------------------------------
@@ -551,7 +534,7 @@ async def past_deadline(engine: AsyncEngine, *, limit: int = 500) -> list[str]:
     return [r.id for r in rows]
 
 
-async def unfinished_counts(engine: AsyncEngine) -> dict[str, int]:
+async def unfinished_counts(engine: AsyncEngine) -> dict[TaskStatus, int]:
     """Tasks waiting for a worker and running, all teams (the queue-depth gauge)."""
     async with engine.connect() as conn:
         rows = (
@@ -561,7 +544,7 @@ async def unfinished_counts(engine: AsyncEngine) -> dict[str, int]:
                 .group_by(media_tasks.c.status)
             )
         ).all()
-    counts = {r[0]: int(r[1]) for r in rows}
+    counts = {TaskStatus(r[0]): int(r[1]) for r in rows}
     return {status: counts.get(status, 0) for status in UNFINISHED}
 
 
@@ -610,8 +593,8 @@ async def needing_a_worker(engine: AsyncEngine, *, queued_before_ms: int, limit:
                 select(media_tasks.c.id)
                 .where(
                     or_(
-                        and_(media_tasks.c.status == "queued", media_tasks.c.created_at_ms < queued_before_ms),
-                        and_(media_tasks.c.status == "processing", media_tasks.c.lease_until_ms < now),
+                        and_(media_tasks.c.status == TaskStatus.QUEUED, media_tasks.c.created_at_ms < queued_before_ms),
+                        and_(media_tasks.c.status == TaskStatus.PROCESSING, media_tasks.c.lease_until_ms < now),
                     )
                 )
                 .order_by(media_tasks.c.created_at_ms)

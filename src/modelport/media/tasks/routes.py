@@ -25,8 +25,8 @@ from starlette.responses import Response, StreamingResponse
 from modelport.accounts.auth import AuthContext
 from modelport.errors import InvalidParameters, NotFound
 from modelport.media import idempotency
-from modelport.media.tasks.repository import TERMINAL
-from modelport.media.tasks.service import MAX_PAGE, STATUSES, TASKS, TaskHeaders, TaskService
+from modelport.media.tasks.service import MAX_PAGE, TASKS, TaskHeaders, TaskService
+from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.webhooks import outbox
 from modelport.services import Services
 from modelport.web.body import read_body
@@ -150,7 +150,7 @@ def _query(name: str, schema: dict[str, object], description: str) -> dict[str, 
 # (one strict integer parser: `web/query_int`), so every violation is a 400 naming the parameter.
 _LIST_DOC: dict[str, object] = {
     "parameters": [
-        _query("status", {"type": "string", "enum": list(STATUSES)}, "only tasks in this status"),
+        _query("status", {"type": "string", "enum": [s.value for s in TaskStatus]}, "only tasks in this status"),
         _query("model_id", {"type": "string", "maxLength": 200}, "only tasks of this model"),
         _query("start_time", {"type": "integer", "minimum": 0}, "created at or after (Unix ms)"),
         _query("end_time", {"type": "integer", "minimum": 0}, "created before (Unix ms); after start_time"),

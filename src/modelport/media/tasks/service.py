@@ -13,7 +13,6 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -31,15 +30,16 @@ from modelport.errors import Conflict, InsufficientQuota, InvalidFormat, Invalid
 from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
-from modelport.media.tasks.inputs import check_input_url
+from modelport.media.tasks.backend import Backend, backend_of
+from modelport.media.tasks.inputs import check_public_url
 from modelport.media.tasks.live import TaskChanges
-from modelport.media.tasks.models import spec
 from modelport.media.tasks.pricing import price_micros
-from modelport.media.tasks.repository import ListFilter, OutboxRow, TaskRow
-from modelport.media.tasks.upstream import runner as upstream
+from modelport.media.tasks.repository import ListFilter, TaskRow
+from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.tasks.views import UrlFor, task_view
+from modelport.media.webhooks.events import DEFAULT_EVENTS, Event, TaskEvent, task_event
 from modelport.money import display_usd
-from modelport.net import FetchError, SafeFetcher, UrlFormatRefused
+from modelport.net import SafeFetcher
 from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
@@ -49,10 +49,12 @@ log = logging.getLogger("modelport.media.tasks")
 
 MAX_PAGE = 100
 MAX_WEBHOOK_URL = 2048
-STATUSES = ("queued", "processing", "success", "failed", "cancelled")
-EVENT_TYPES = {"success": "task.succeeded", "failed": "task.failed", "cancelled": "task.cancelled"}
-# What `X-Webhook-Events` may choose from; without it a task's webhook gets the terminal ones.
-WEBHOOK_EVENTS = ("task.started", "task.progress", "task.succeeded", "task.failed", "task.cancelled")
+# The event an ended task's webhook reports.
+ENDED_EVENTS = {
+    TaskStatus.SUCCESS: TaskEvent.SUCCEEDED,
+    TaskStatus.FAILED: TaskEvent.FAILED,
+    TaskStatus.CANCELLED: TaskEvent.CANCELLED,
+}
 MIN_RESULT_RETENTION = 60
 # How long a client over its concurrency limit is told to wait before retrying.
 RETRY_AFTER_SECONDS = 5
@@ -90,17 +92,6 @@ def validate_input(model: MediaModel, body: Any) -> dict[str, Any]:
     raise InvalidParameters(f"{name}: {error.message}", param=name)
 
 
-def event_payload(task: TaskRow, url_for: UrlFor, event_type: str | None = None) -> str:
-    """The Standard Webhooks payload: `type`, `timestamp` (ISO 8601), `data` (the Task as GET returns it)."""
-    when = datetime.fromtimestamp((task.ended_at_ms or now_ms()) / 1000, tz=UTC)
-    body = {
-        "type": event_type or EVENT_TYPES[task.status],
-        "timestamp": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "data": task_view(task, url_for),
-    }
-    return orjson.dumps(body).decode()
-
-
 class TaskService:
     def __init__(
         self,
@@ -123,36 +114,34 @@ class TaskService:
         self.url_for = url_for
         self._tier_limit = tier_limit
 
-    # -- outbox rows for terminal transitions (and the running events a creator chose) --------------------
+    # -- the webhook event of a change: how it ended (and the running events a creator chose) -------------
 
-    def outbox_row(self, task: TaskRow) -> OutboxRow | None:
-        """The webhook row of the task's current state: its terminal event, or `task.started` /
-        `task.progress` while `processing`; None when the task's creator did not choose that event."""
-        if task.status in EVENT_TYPES:
-            event = EVENT_TYPES[task.status]
-        elif task.status == "processing":
-            event = "task.progress" if task.progress is not None else "task.started"
+    def webhook_event(self, task: TaskRow) -> Event | None:
+        """The event of the task's current state: its ending, or `task.started` / `task.progress` while
+        `processing`; None when the task's creator did not choose that event. Written to the outbox with
+        the change (repository)."""
+        if task.status in ENDED_EVENTS:
+            event = ENDED_EVENTS[task.status]
+        elif task.status == TaskStatus.PROCESSING:
+            event = TaskEvent.PROGRESS if task.progress is not None else TaskEvent.STARTED
         else:
             return None
-        if event not in (task.webhook_events or EVENT_TYPES.values()):
+        if event not in (task.webhook_events or DEFAULT_EVENTS):
             return None
         retention = task.result_retention_seconds or self.settings.result_retention_seconds
         give_up = task.result_expires_at_ms or (now_ms() + retention * 1000)
-        return OutboxRow(
-            id="msg_" + secrets.token_hex(16),
-            event_type=event,
-            payload=event_payload(task, self.url_for, event),
-            give_up_at_ms=give_up,
-        )
+        at = task.ended_at_ms or now_ms()
+        return task_event(event, task_view(task, self.url_for), at_ms=at, give_up_at_ms=give_up)
 
     # -- create -----------------------------------------------------------------------------------------
 
-    async def model(self, slug: str) -> MediaModel:
-        snapshot = await self.catalog.get()
-        for model in snapshot.media:
-            if model.slug == slug and model.active and (model.upstream is not None or spec(model.runner) is not None):
-                return model
-        raise NotFound(f"model {slug!r} does not exist")
+    async def backend(self, slug: str) -> Backend:
+        """The active model `slug` and where its tasks run; NotFound when there is none this build can run."""
+        model = (await self.catalog.get()).media.get(slug)
+        backend = await backend_of(model) if model is not None and model.active else None
+        if backend is None:
+            raise NotFound(f"model {slug!r} does not exist")
+        return backend
 
     async def check_webhook_url(self, raw: str | None) -> str | None:
         if raw is None:
@@ -162,12 +151,9 @@ class TaskService:
             raise InvalidParameters("X-Webhook-URL is empty", param="X-Webhook-URL")
         if len(url) > MAX_WEBHOOK_URL:
             raise InvalidParameters(f"X-Webhook-URL is longer than {MAX_WEBHOOK_URL} characters", param="X-Webhook-URL")
-        try:
-            await self.fetcher.check_resolved(url)  # `localhost` and private names: 400 now, not at delivery
-        except UrlFormatRefused as exc:
-            raise InvalidFormat("X-Webhook-URL must be an https URL without userinfo", param="X-Webhook-URL") from exc
-        except FetchError as exc:
-            raise InvalidParameters(f"X-Webhook-URL cannot be used: {exc.detail}", param="X-Webhook-URL") from exc
+        # `localhost` and private names: 400 now, not at delivery.
+        bad_form = InvalidFormat("X-Webhook-URL must be an https URL without userinfo", param="X-Webhook-URL")
+        await check_public_url(self.fetcher, url, param="X-Webhook-URL", bad_form=bad_form)
         return url
 
     async def check_options(self, model: MediaModel, headers: TaskHeaders) -> TaskOptions:
@@ -176,14 +162,14 @@ class TaskService:
         events: tuple[str, ...] | None = None
         if headers.webhook_events is not None:
             names = [n.strip() for n in headers.webhook_events.split(",") if n.strip()]
-            unknown = [n for n in names if n not in WEBHOOK_EVENTS]
+            unknown = [n for n in names if n not in tuple(TaskEvent)]
             if not names or unknown:
                 raise InvalidParameters(
-                    f"X-Webhook-Events must name events among {', '.join(WEBHOOK_EVENTS)}", param="X-Webhook-Events"
+                    f"X-Webhook-Events must name events among {', '.join(TaskEvent)}", param="X-Webhook-Events"
                 )
             if webhook is None:
                 raise InvalidParameters("X-Webhook-Events needs an X-Webhook-URL", param="X-Webhook-Events")
-            events = tuple(n for n in WEBHOOK_EVENTS if n in names)
+            events = tuple(n for n in TaskEvent if n in names)
         timeout = _seconds_header(headers.timeout, "X-Task-Timeout", 1, int(model.deadline_seconds))
         retention = _seconds_header(
             headers.result_retention,
@@ -211,24 +197,16 @@ class TaskService:
         `key_limits`: the creating key's; a spend limit is held in the same transaction as the team's money.
         `idempotency`: the key this request holds; its answer is recorded in the transaction that creates
         the task, so a duplicate can never create a second one."""
-        model = await self.model(slug)
+        backend = await self.backend(slug)
+        model = backend.model
         try:
             parsed = orjson.loads(body) if body.strip() else {}
         except orjson.JSONDecodeError as exc:
             raise InvalidParameters(f"the request body is not valid JSON: {exc}", param="body") from exc
         params = validate_input(model, parsed)
         options = await self.check_options(model, headers or TaskHeaders(webhook_url=webhook_url))
-        if model.upstream is not None:
-            await upstream.check_inputs(self.engine, self.fetcher, team_id, model.upstream, params)
-            units = upstream.units(model, params)
-        else:
-            task_model = spec(model.runner)
-            assert task_model is not None
-            for field in task_model.url_fields:
-                if field in params:
-                    await check_input_url(self.fetcher, self.engine, team_id, field, params[field])
-            units = task_model.units(params)
-        price = price_micros(model, units)
+        await backend.check_inputs(self.engine, self.fetcher, team_id, params)
+        price = price_micros(model, backend.units(params))
         seed = int(params["seed"]) if "seed" in params else secrets.randbelow(2**32)
         now = now_ms()
         deadline_seconds = options.timeout_seconds or model.deadline_seconds
@@ -296,13 +274,14 @@ class TaskService:
 
     async def view_of(self, row: TaskRow) -> dict[str, Any]:
         """The Task object, with `queue_position` while it is queued."""
-        position = await repo.queue_position(self.engine, row) if row.status == "queued" else None
+        position = await repo.queue_position(self.engine, row) if row.status == TaskStatus.QUEUED else None
         return task_view(row, self.url_for, queue_position=position)
 
     async def list_page(self, team_id: str, query: dict[str, str]) -> dict[str, Any]:
-        status = query.get("status") or None
-        if status is not None and status not in STATUSES:
-            raise InvalidParameters(f"status must be one of {', '.join(STATUSES)}", param="status")
+        try:
+            status = TaskStatus(query["status"]) if query.get("status") else None
+        except ValueError:
+            raise InvalidParameters(f"status must be one of {', '.join(TaskStatus)}", param="status") from None
         model_id = query.get("model_id") or None
         start = _int_param(query, "start_time", minimum=0)
         end = _int_param(query, "end_time", minimum=0)
@@ -336,10 +315,10 @@ class TaskService:
         ended = await repo.finish_failure(
             self.engine,
             task_id,
-            status="cancelled",
+            status=TaskStatus.CANCELLED,
             code="cancelled",
             message="cancelled by the client",
-            outbox=self.outbox_row,
+            outbox=self.webhook_event,
         )
         if ended is None:
             current = await self.get(team_id, task_id)
@@ -355,7 +334,7 @@ class TaskService:
         while True:
             row = await self.get(team_id, task_id)
             left = give_up - time.monotonic()
-            if row.status in repo.TERMINAL or left <= 0:
+            if row.status in TERMINAL or left <= 0:
                 return await self.view_of(row)
             await self.changes.wait(task_id, left)
 
@@ -377,7 +356,7 @@ class TaskService:
             if seen != last:
                 last, last_write = seen, time.monotonic()
                 yield sse_frame("task", orjson.dumps(view))
-            if row.status in repo.TERMINAL or draining():
+            if row.status in TERMINAL or draining():
                 return
             if time.monotonic() - last_write >= keepalive:
                 last_write = time.monotonic()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from modelport.media.tasks.repository import TaskRow
+from modelport.media.tasks.states import TaskStatus
 
 UrlFor = Callable[[str, int], str]  # (file_id, expires_at_ms) -> signed download URL
 
@@ -18,7 +19,7 @@ UrlFor = Callable[[str, int], str]  # (file_id, expires_at_ms) -> signed downloa
 def task_view(task: TaskRow, url_for: UrlFor, *, queue_position: int | None = None) -> dict[str, Any]:
     """`queue_position`: the caller's count while the task is `queued` (1 = next), else null."""
     resources: list[dict[str, Any]] = []
-    if task.status == "success" and task.result_expires_at_ms is not None:
+    if task.status == TaskStatus.SUCCESS and task.result_expires_at_ms is not None:
         for res in task.resources:
             resources.append(
                 {
@@ -43,10 +44,10 @@ def task_view(task: TaskRow, url_for: UrlFor, *, queue_position: int | None = No
             "metadata": dict(task.metadata),
             "extensions": {"submit_time": task.created_at_ms, "end_time": task.ended_at_ms},
         },
-        "result_expires_at": task.result_expires_at_ms if task.status == "success" else None,
+        "result_expires_at": task.result_expires_at_ms if task.status == TaskStatus.SUCCESS else None,
         "progress": task.progress,
-        "queue_position": queue_position if task.status == "queued" else None,
+        "queue_position": queue_position if task.status == TaskStatus.QUEUED else None,
     }
-    if task.status in ("failed", "cancelled"):
+    if task.status in (TaskStatus.FAILED, TaskStatus.CANCELLED):
         view["error"] = {"code": task.error_code, "message": task.error_message}
     return view

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from modelport.clock import now_ms
 from modelport.storage.outbox import SOURCES, Source, enqueue, new_delivery_id, schedule_end_ms
 from modelport.storage.tables import webhook_attempts, webhook_deliveries
+from modelport.storage.webhook_states import AttemptOutcome, DeliveryStatus
 
 __all__ = ["SOURCES", "Source", "enqueue", "new_delivery_id", "schedule_end_ms"]  # the write side, for callers
 
@@ -35,7 +36,7 @@ class Delivery:
     url: str
     event_type: str
     payload: str
-    status: str
+    status: DeliveryStatus
     attempts: int
     next_attempt_at_ms: int
     lease_until_ms: int
@@ -51,7 +52,7 @@ def _delivery(r: Any) -> Delivery:
         url=r.url,
         event_type=r.event_type,
         payload=r.payload,
-        status=r.status,
+        status=DeliveryStatus(r.status),
         attempts=int(r.attempts),
         next_attempt_at_ms=int(r.next_attempt_at_ms),
         lease_until_ms=int(r.lease_until_ms),
@@ -66,7 +67,7 @@ async def due(
     operator's rows, which have no team)."""
     now = now_ms()
     query = select(webhook_deliveries.c.id, webhook_deliveries.c.team_id).where(
-        webhook_deliveries.c.status == "pending",
+        webhook_deliveries.c.status == DeliveryStatus.PENDING,
         webhook_deliveries.c.next_attempt_at_ms <= now,
         webhook_deliveries.c.lease_until_ms < now,
     )
@@ -88,7 +89,7 @@ async def claim(engine: AsyncEngine, delivery_id: str, *, claim_ms: int) -> Deli
                 update(webhook_deliveries)
                 .where(
                     webhook_deliveries.c.id == delivery_id,
-                    webhook_deliveries.c.status == "pending",
+                    webhook_deliveries.c.status == DeliveryStatus.PENDING,
                     webhook_deliveries.c.next_attempt_at_ms <= now,
                     webhook_deliveries.c.lease_until_ms < now,
                 )
@@ -104,12 +105,12 @@ class Attempt:
     started_at_ms: int
     duration_ms: int
     status_code: int | None
-    outcome: str  # delivered | failed | gone | rate_limited | expired
+    outcome: AttemptOutcome
     error: str | None
 
 
 async def record(
-    engine: AsyncEngine, claimed: Delivery, attempt: Attempt | None, *, status: str, next_attempt_at_ms: int
+    engine: AsyncEngine, claimed: Delivery, attempt: Attempt | None, *, status: DeliveryStatus, next_attempt_at_ms: int
 ) -> bool:
     """Record `attempt` (None: no request was made, e.g. the result expired) and move the delivery on; False
     when our claim had run out and another sender owns the row (the attempt is still recorded)."""
@@ -131,7 +132,7 @@ async def record(
             update(webhook_deliveries)
             .where(
                 webhook_deliveries.c.id == claimed.id,
-                webhook_deliveries.c.status == "pending",
+                webhook_deliveries.c.status == DeliveryStatus.PENDING,
                 webhook_deliveries.c.lease_until_ms == claimed.lease_until_ms,
             )
             .values(
@@ -139,7 +140,7 @@ async def record(
                 attempts=webhook_deliveries.c.attempts + (1 if attempt is not None else 0),
                 next_attempt_at_ms=next_attempt_at_ms,
                 lease_until_ms=0,
-                ended_at_ms=None if status == "pending" else now,
+                ended_at_ms=None if status == DeliveryStatus.PENDING else now,
             )
         )
     return bool(result.rowcount)
@@ -156,10 +157,10 @@ async def redeliver(engine: AsyncEngine, team_id: str, delivery_id: str) -> bool
             .where(
                 webhook_deliveries.c.id == delivery_id,
                 webhook_deliveries.c.team_id == team_id,
-                webhook_deliveries.c.status != "pending",
+                webhook_deliveries.c.status != DeliveryStatus.PENDING,
                 webhook_deliveries.c.give_up_at_ms > now,
             )
-            .values(status="pending", next_attempt_at_ms=now, lease_until_ms=0, ended_at_ms=None)
+            .values(status=DeliveryStatus.PENDING, next_attempt_at_ms=now, lease_until_ms=0, ended_at_ms=None)
         )
     return bool(result.rowcount)
 
@@ -228,7 +229,7 @@ async def _with_attempts(conn: AsyncConnection, deliveries: Sequence[Any]) -> li
             "url": d.url,
             "status": d.status,
             "attempt_count": int(d.attempts),
-            "next_attempt_at": int(d.next_attempt_at_ms) if d.status == "pending" else None,
+            "next_attempt_at": int(d.next_attempt_at_ms) if d.status == DeliveryStatus.PENDING else None,
             "created_at": int(d.created_at_ms),
             "ended_at": None if d.ended_at_ms is None else int(d.ended_at_ms),
             "attempts": by_delivery.get(d.id, []),

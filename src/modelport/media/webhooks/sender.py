@@ -31,6 +31,7 @@ from modelport.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_FINAL
 from modelport.net import FetchError, SafeFetcher
 from modelport.net.retry_after import retry_after_seconds
 from modelport.settings import WebhookSettings
+from modelport.storage.webhook_states import AttemptOutcome, DeliveryStatus
 
 log = logging.getLogger("modelport.webhooks")
 
@@ -137,8 +138,11 @@ class WebhookSender:
     async def deliver(self, claimed: outbox.Delivery) -> None:
         started = now_ms()
         if started >= claimed.give_up_at_ms:
-            if await outbox.record(self._engine, claimed, None, status="failed", next_attempt_at_ms=started):
-                WEBHOOK_FINAL.labels("failed").inc()
+            ended = await outbox.record(
+                self._engine, claimed, None, status=DeliveryStatus.FAILED, next_attempt_at_ms=started
+            )
+            if ended:
+                WEBHOOK_FINAL.labels(DeliveryStatus.FAILED).inc()
             log.warning("webhook %s: result expired before delivery; giving up", claimed.id)
             return
         status_code: int | None = None
@@ -168,39 +172,41 @@ class WebhookSender:
         attempt_no = claimed.attempts + 1
 
         if status_code is not None and 200 <= status_code < 300:
-            attempt = outbox.Attempt(started, duration, status_code, "delivered", None)
-            await self._record(claimed, attempt, "delivered", started)
+            attempt = outbox.Attempt(started, duration, status_code, AttemptOutcome.DELIVERED, None)
+            await self._record(claimed, attempt, DeliveryStatus.DELIVERED, started)
             return
         if status_code == 410:
-            attempt = outbox.Attempt(started, duration, status_code, "gone", "receiver answered 410 Gone")
-            await self._record(claimed, attempt, "stopped", started)
+            attempt = outbox.Attempt(started, duration, status_code, AttemptOutcome.GONE, "receiver answered 410 Gone")
+            await self._record(claimed, attempt, DeliveryStatus.STOPPED, started)
             return
         if status_code is not None and error is None:
             error = f"receiver answered HTTP {status_code}"
             if 300 <= status_code < 400:
                 error += " (redirects are not followed)"
-        outcome = "rate_limited" if status_code == 429 else "failed"
+        outcome = AttemptOutcome.RATE_LIMITED if status_code == 429 else AttemptOutcome.FAILED
         attempt = outbox.Attempt(started, duration, status_code, outcome, error)
 
         schedule = self._settings.schedule_seconds
         if attempt_no >= len(schedule):
-            await self._record(claimed, attempt, "failed", started)
+            await self._record(claimed, attempt, DeliveryStatus.FAILED, started)
             return
         delay = schedule[attempt_no] * (1 + random.uniform(-1, 1) * self._settings.jitter_fraction)
         if retry_after is not None:
             delay = max(delay, min(retry_after, self._settings.max_retry_after_seconds))
         next_at = now_ms() + int(delay * 1000)
         if next_at >= claimed.give_up_at_ms:
-            await self._record(claimed, attempt, "failed", started)
+            await self._record(claimed, attempt, DeliveryStatus.FAILED, started)
             return
-        await self._record(claimed, attempt, "pending", next_at)
+        await self._record(claimed, attempt, DeliveryStatus.PENDING, next_at)
 
-    async def _record(self, claimed: outbox.Delivery, attempt: outbox.Attempt, status: str, next_at_ms: int) -> None:
+    async def _record(
+        self, claimed: outbox.Delivery, attempt: outbox.Attempt, status: DeliveryStatus, next_at_ms: int
+    ) -> None:
         """Record the attempt and the row's next state; the delivery's end counts only if the claim was still
         ours (else another sender owns the row and will end it)."""
         WEBHOOK_ATTEMPTS.labels(attempt.outcome).inc()
         won = await outbox.record(self._engine, claimed, attempt, status=status, next_attempt_at_ms=next_at_ms)
-        if won and status != "pending":
+        if won and status != DeliveryStatus.PENDING:
             WEBHOOK_FINAL.labels(status).inc()
 
 

@@ -27,12 +27,12 @@ from modelport.errors import InvalidParameters
 from modelport.media.assets.refs import is_asset_ref, resolve_asset_ref
 from modelport.media.files.detect import SNIFF_BYTES, detect_media
 from modelport.media.files.storage import FileStore
-from modelport.media.tasks.inputs import InputUnavailable, check_input_url, read_input
+from modelport.media.tasks.inputs import InputUnavailable, check_input_url, media_kinds, read_input
 from modelport.media.tasks.models.base import RenderedFile
 from modelport.media.tasks.repository import TaskRow
 from modelport.media.tasks.upstream.client import ProviderClient, UpstreamFailed
 from modelport.media.tasks.upstream.slots import provider_slot
-from modelport.net import FetchError, SafeFetcher, UrlFormatRefused
+from modelport.net import FetchError, SafeFetcher
 
 log = logging.getLogger("modelport.media.upstream")
 
@@ -41,10 +41,6 @@ MAX_OUTPUT_BYTES = 200 * 1024 * 1024
 OUTPUT_FETCH_SECONDS = 120.0
 # A provider's cancel call, made when a task stops, may take this long (it never delays the refund).
 CANCEL_CALL_SECONDS = 10.0
-
-
-def _kinds(field: str) -> tuple[str, ...]:
-    return ("video",) if "video" in field else ("image",)
 
 
 def units(model: MediaModel, params: dict[str, Any]) -> int:
@@ -66,23 +62,8 @@ async def check_inputs(
     the team that the provider's asset library holds (for `asset_fields`)."""
     for field in upstream.asset_fields:
         value = params.get(field)
-        if not isinstance(value, str):
-            continue
-        if is_asset_ref(value):
-            record = await resolve_asset_ref(engine, team_id, value, field=field, kinds=_kinds(field))
-            if record.upstream_id is None:
-                raise InvalidParameters(
-                    f"{field}: asset {record.id!r} is not held by provider {upstream.name}'s asset library", param=field
-                )
-        elif not fetcher.is_own(value):
-            try:
-                fetcher.check(value)
-            except UrlFormatRefused as exc:
-                raise InvalidParameters(
-                    f"{field} must be a public https URL, one of our download URLs or asset://<asset_id>", param=field
-                ) from exc
-            except FetchError as exc:
-                raise InvalidParameters(f"{field} cannot be used: {exc.detail}", param=field) from exc
+        if isinstance(value, str):
+            await check_input_url(fetcher, engine, team_id, field, value, provider=upstream)
     for field in upstream.url_fields:
         if field in params and field not in upstream.asset_fields:
             await check_input_url(fetcher, engine, team_id, field, params[field])
@@ -208,7 +189,7 @@ class UpstreamMedia:
             if isinstance(value, str) and is_asset_ref(value):
                 try:
                     record = await resolve_asset_ref(
-                        self._engine, task.team_id, value, field=field, kinds=_kinds(field)
+                        self._engine, task.team_id, value, field=field, kinds=media_kinds(field)
                     )
                 except InvalidParameters as exc:  # deleted or failed since the task was created
                     raise UpstreamFailed("input_unavailable", str(exc)) from exc
