@@ -151,9 +151,11 @@ async def _page(conn: AsyncConnection, team_id: str, q: LogQuery, hi_ms: int, sk
         .offset(skip)
         .subquery("page_ids")
     )
-    # Joined on the time too: on PostgreSQL's day partitions each id is looked up in its own day only.
+    # Joined on the time too, and bounded by the window: on PostgreSQL's day partitions the planner then reads
+    # only the window's days (without the bounds it hash-joined a scan of every day).
     on = and_(request_logs.c.id == ids.c.id, request_logs.c.created_at_ms == ids.c.created_at_ms)
-    stmt = select(*ITEM_COLUMNS).join_from(request_logs, ids, on).order_by(*order)
+    in_window = (request_logs.c.created_at_ms >= q.lo_ms, request_logs.c.created_at_ms < hi_ms)
+    stmt = select(*ITEM_COLUMNS).join_from(request_logs, ids, on).where(*in_window).order_by(*order)
     return (await conn.execute(stmt)).all()
 
 

@@ -15,11 +15,13 @@ day covers. Each pruning run:
   day partition holds every row of those hours, so the counts `GET /v1/logs` reports stay equal to the rows
   left) and drops the table. The partial day at the window's edge, teams with shorter windows and the
   default partition are left to the batched deletes (`logs.prune_logs`).
-A lock that cannot be had within `LOCK_TIMEOUT` leaves the partition for the next run.
+A lock that cannot be had within `LOCK_TIMEOUT` (a long read holds the parent) is tried again a few times,
+then the partition is left for the next run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import re
@@ -41,6 +43,9 @@ HOUR_MS = 3_600_000
 AHEAD_DAYS = 7
 DEFAULT_PARTITION = "request_logs_default"
 LOCK_TIMEOUT = "2s"
+LOCK_NOT_AVAILABLE = "55P03"  # the SQLSTATE of a lock_timeout
+DROP_ATTEMPTS = 5
+DROP_RETRY_PAUSE_SECONDS = 1.0
 _PREFIX = "request_logs_p"
 _BOUNDS = re.compile(r"FROM \('?(-?\d+)'?\) TO \('?(-?\d+)'?\)")
 _PARTITIONS = text(
@@ -140,7 +145,7 @@ async def drop_expired(engine: AsyncEngine, before_ms: int, archive: FileStore |
         if archive is not None:
             files, archived = await _archive_partition(engine, archive, part, batch_rows)
         try:
-            rows = await _drop(engine, part, archived)
+            rows = await _drop_retrying(engine, part, archived)
         except DBAPIError as exc:
             log.warning("retention: dropping partition %s failed, next run retries: %s", part.name, exc)
             continue
@@ -186,6 +191,19 @@ def _by_team(batch: Sequence[Any]) -> list[list[Any]]:
         else:
             groups.append([row])
     return groups
+
+
+async def _drop_retrying(engine: AsyncEngine, part: Partition, archived: int | None) -> int | None:
+    """`_drop`, tried again after a lock timeout (a reader's transaction held the parent): up to
+    DROP_ATTEMPTS times, a pause between, before leaving it to the next run."""
+    for attempt in range(1, DROP_ATTEMPTS + 1):
+        try:
+            return await _drop(engine, part, archived)
+        except DBAPIError as exc:
+            if attempt == DROP_ATTEMPTS or getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                raise
+            await asyncio.sleep(DROP_RETRY_PAUSE_SECONDS)
+    raise AssertionError("unreachable")
 
 
 async def _drop(engine: AsyncEngine, part: Partition, archived: int | None) -> int | None:

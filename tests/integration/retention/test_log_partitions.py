@@ -9,6 +9,8 @@ rows in batches, and leaves the counts `GET /v1/logs` reports equal to the rows 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gzip
 import json
 import time
@@ -229,3 +231,37 @@ async def test_pruner_drops_whole_expired_days_and_deletes_shorter_windows(tmp_p
                 )
             )
         assert holding == 0
+
+
+async def test_a_drop_waits_out_a_reader_and_gives_up_on_one_that_stays() -> None:
+    now_ms = int(time.time() * 1000)
+    async with engine_at_0019() as engine:
+        team = await accounts.create_team(engine, "t", tier="free")
+        await insert_logs(engine, records(team.id, now_ms))
+        await upgrade_to_head(engine)
+        oldest_day = min(r.created_at_ms for r in records(team.id, now_ms)) // DAY_MS
+        old = partitions.partition_name(oldest_day)
+
+        async def hold_parent(seconds: float) -> None:
+            # A reader's open transaction: its lock on request_logs is what a drop must wait for.
+            async with engine.connect() as conn:
+                await conn.execute(select(request_logs.c.id).limit(1))
+                await asyncio.sleep(seconds)
+                await conn.rollback()
+
+        before = (oldest_day + 1) * DAY_MS  # only the oldest day has expired
+        holder = asyncio.create_task(hold_parent(600))
+        await asyncio.sleep(0.5)
+        dropped = await partitions.drop_expired(engine, before, None, 100)
+        assert dropped.partitions == 0 and old in await partition_names(engine)  # left for the next run
+        holder.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await holder
+
+        holder = asyncio.create_task(hold_parent(3))  # longer than one lock timeout, shorter than the retries
+        await asyncio.sleep(0.5)
+        dropped = await partitions.drop_expired(engine, before, None, 100)
+        await holder
+        assert dropped.partitions == 1 and old not in await partition_names(engine)
+        assert dropped.rows == sum(1 for r in records(team.id, now_ms) if r.created_at_ms // DAY_MS == oldest_day)
+        assert await counted(engine, team.id) == len(await rows_of(engine, team.id))
