@@ -64,6 +64,18 @@ BATCHES = (
 )
 
 
+def all_sleeping(pid: int) -> bool:
+    """Every thread of `pid` is asleep (state S): none running or runnable (R), none in disk wait (D)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            raw = (task / "stat").read_text()
+        except OSError:
+            continue
+        states.append(raw[raw.rindex(")") + 2])
+    return bool(states) and all(state == "S" for state in states)
+
+
 class Counter:
     """callgrind_control around one process under callgrind: zero the counters, dump them, read the dump."""
 
@@ -97,7 +109,9 @@ class Counter:
         while time.monotonic() < deadline:
             await asyncio.sleep(QUIET_SECONDS)
             now = self.executed()
-            if now - last < QUIET_INSTRUCTIONS:
+            # Few instructions in a wall second mean nothing on a starved machine (valgrind may get 2 % of a
+            # core): quiet also needs every thread asleep, not waiting for a core.
+            if now - last < QUIET_INSTRUCTIONS and all_sleeping(int(self._pid)):
                 return
             last = now
         raise RuntimeError(f"pid {self._pid} kept working for 300 s after its requests")
