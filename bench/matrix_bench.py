@@ -67,7 +67,7 @@ class Protocol:
         """Whether an answer body is whole: the protocol's last event, or its non-streaming shape."""
         if stream:
             end = {"chat": b"data: [DONE]", "responses": b"response.completed", "messages": b"message_stop"}[self.name]
-            return lambda payload: end in payload[-400:]
+            return lambda payload: end in payload  # Responses' last event carries the whole response after its name
         marker = {"chat": b'"choices"', "responses": b'"output"', "messages": b'"content"'}[self.name]
         return lambda payload: payload.startswith(b"{") and marker in payload
 
