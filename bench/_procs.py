@@ -78,6 +78,17 @@ def machine_busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / CLOCK_TICKS
 
 
+def machine_idle_total() -> tuple[float, float]:
+    """(idle, total) CPU seconds of the whole machine so far, all cores (idle includes iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return idle / CLOCK_TICKS, sum(fields[:8]) / CLOCK_TICKS
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def rss_mb(pid: int) -> tuple[float, float]:
     """(current RSS, peak RSS) of one process in MB."""
     current = peak = 0.0
@@ -180,6 +191,12 @@ max_output_tokens = 64
 deployments = [{{ kind = "openai_chat", base_url = "{fake_url}/v1", model = "m" }}]
 
 [[text_models]]
+id = "bench/responses"
+prices = {prices}
+max_output_tokens = 64
+deployments = [{{ kind = "openai_responses", base_url = "{fake_url}/v1", model = "m" }}]
+
+[[text_models]]
 id = "bench/translated"
 prices = {prices}
 max_output_tokens = 64
@@ -220,8 +237,14 @@ def start_gateway(
     metrics: bool = False,
     limited_key: bool = False,
     extra_env: dict[str, str] | None = None,
+    wrapper: list[str] | None = None,
+    serve_args: list[str] | None = None,
+    timeout_scale: float = 1.0,
 ) -> Proc:
-    """`modelport serve` (or `python LAUNCHER serve ...`, a script standing in for `-m modelport` in experiments)."""
+    """`modelport serve` (or `python LAUNCHER serve ...`, a script standing in for `-m modelport` in experiments).
+
+    `wrapper` goes before the interpreter (e.g. valgrind), `serve_args` after `serve`'s own; `timeout_scale`
+    stretches the start-up deadlines for a wrapper that slows the process down."""
     catalog = data_dir / "catalog.toml"
     catalog.write_text(catalog_toml(fake_url))
     config = data_dir / "config.toml"
@@ -247,6 +270,7 @@ def start_gateway(
     started = time.monotonic()
     process = subprocess.Popen(
         [
+            *(wrapper or []),
             sys.executable,
             *([launcher] if launcher else ["-m", "modelport"]),
             "serve",
@@ -256,6 +280,7 @@ def start_gateway(
             "0",
             "--workers",
             str(workers),
+            *(serve_args or []),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -263,12 +288,12 @@ def start_gateway(
         cwd=REPO,
     )
     try:
-        lines = _read_lines_until(process, re.compile(r"^(demo API key:|demo team )"), 120)
+        lines = _read_lines_until(process, re.compile(r"^(demo API key:|demo team )"), 120 * timeout_scale)
         url = next(m.group(1) for line in lines if (m := _URL_RE.match(line)))
         key = next((m.group(1) for line in lines if (m := _KEY_RE.match(line))), None)
         if key is None:
             raise RuntimeError(f"no demo key in the banner (reused data dir?): {lines}")
-        startup = wait_first_chat(url, "bench/fast", key, process, 60) - started
+        startup = wait_first_chat(url, "bench/fast", key, process, 60 * timeout_scale) - started
         if limited_key:
             key = _limited_key(env)
             wait_first_chat(url, "bench/fast", key, process, 60)
@@ -279,11 +304,20 @@ def start_gateway(
     return Proc("gateway", process, url, {"key": key, "data_dir": str(data_dir)}, startup)
 
 
-def start_bare_proxy(fake_url: str, *, workers: int) -> Proc:
-    """`bench/bare_proxy.py`: the same ASGI server and upstream client as modelport, and nothing else."""
+def start_bare_proxy(
+    fake_url: str,
+    *,
+    workers: int,
+    wrapper: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    timeout_scale: float = 1.0,
+) -> Proc:
+    """`bench/bare_proxy.py`: the same ASGI server and upstream client as modelport, and nothing else
+    (`wrapper`, `timeout_scale`: as for `start_gateway`)."""
     started = time.monotonic()
     process = subprocess.Popen(
         [
+            *(wrapper or []),
             sys.executable,
             str(BENCH_DIR / "bare_proxy.py"),
             "--port",
@@ -295,11 +329,12 @@ def start_bare_proxy(fake_url: str, *, workers: int) -> Proc:
         ],
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     try:
-        lines = _read_lines_until(process, re.compile(r"^ready "), 30)
+        lines = _read_lines_until(process, re.compile(r"^ready "), 30 * timeout_scale)
         url = lines[-1].split()[1]
-        startup = wait_first_chat(url, "m", None, process, 60) - started
+        startup = wait_first_chat(url, "m", None, process, 60 * timeout_scale) - started
     except BaseException:
         process.kill()
         process.wait()

@@ -6,7 +6,7 @@ import pytest
 from starlette.datastructures import Headers
 
 from modelport.errors import InvalidParameters
-from modelport.gateway.headers import TOOL_SESSION_HEADERS, session_id
+from modelport.gateway.headers import SVC_HEADERS, TOOL_SESSION_HEADERS, pick_headers, session_id
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,15 @@ def test_claude_code_header_wins_over_generic_ones() -> None:
 
 def test_no_session_header() -> None:
     assert session_id(Headers({"user-agent": "x"})) is None
+
+
+def test_picked_headers_keep_the_first_value_of_the_names_asked_for() -> None:
+    raw = [
+        (b"user-agent", b"x"),
+        (b"session-id", b"first-1234"),
+        (b"anthropic-beta", b"tools-1"),
+        (b"session-id", b"second-1234"),
+    ]
+    picked = pick_headers(raw, SVC_HEADERS | {b"anthropic-beta"})
+    assert picked == {"session-id": "first-1234", "anthropic-beta": "tools-1"}
+    assert session_id(picked) == session_id(Headers(raw=raw)) == "first-1234"

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-
-from starlette.datastructures import Headers
+from collections.abc import Iterable, Mapping
 
 from modelport.errors import InvalidParameters
 
@@ -29,12 +28,30 @@ def check_svc_id(value: str, name: str) -> str:
     return value
 
 
-def svc_user_id(headers: Headers) -> str | None:
+# The gateway's own headers, as the raw lowercase names of an ASGI scope (servers lowercase them).
+SVC_HEADERS = frozenset(n.encode("latin-1") for n in ("x-svc-user-id", "x-svc-session-id", *TOOL_SESSION_HEADERS))
+
+
+def pick_headers(raw: Iterable[tuple[bytes, bytes]], names: frozenset[bytes]) -> dict[str, str]:
+    """The first value of each of `names` the request has, from the scope's raw headers in one pass.
+
+    Starlette's `Headers` scans (and decodes) the whole list on every lookup; the text pipeline's dozen
+    lookups per request (session headers, forwarded headers) were ~2 % of a fast-path request's CPU."""
+    out: dict[str, str] = {}
+    for key, value in raw:
+        if key in names:
+            name = key.decode("latin-1")
+            if name not in out:
+                out[name] = value.decode("latin-1")
+    return out
+
+
+def svc_user_id(headers: Mapping[str, str]) -> str | None:
     value = headers.get("x-svc-user-id")
     return None if value is None else check_svc_id(value, "X-Svc-User-Id")
 
 
-def session_id(headers: Headers) -> str | None:
+def session_id(headers: Mapping[str, str]) -> str | None:
     value = headers.get("x-svc-session-id")
     if value is not None:
         return check_svc_id(value, "X-Svc-Session-Id")

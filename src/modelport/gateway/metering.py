@@ -276,7 +276,9 @@ class Metering:
             await self._limiters.concurrency.release(lease)
 
     def _spawn_release(self, lease: Lease) -> None:
-        self._spawn(self._limiters.concurrency.release(lease))
+        # In-process limits release at once: no task per request (about 2 % of a fast-path request's CPU).
+        if not self._limiters.concurrency.release_nowait(lease):
+            self._spawn(self._limiters.concurrency.release(lease))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

@@ -28,7 +28,7 @@ from modelport.gateway.accounting import Accounting
 from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import CLIENT_GONE, Outcome, Refusal, Relayed, RequestContext, Timings
-from modelport.gateway.headers import session_id, svc_user_id
+from modelport.gateway.headers import SVC_HEADERS, pick_headers, session_id, svc_user_id
 from modelport.gateway.live_streams import LiveStreams
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
@@ -50,6 +50,8 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 FORWARDED_HEADERS = tuple(
     dict.fromkeys([*(h for codec in CODECS.values() for h in codec.forwarded_headers), TRACEPARENT, TRACESTATE])
 )
+# Every request header the pipeline reads (a codec's own: `anthropic-beta`, in the forwarded ones).
+READ_HEADERS = SVC_HEADERS | frozenset(h.encode("latin-1") for h in FORWARDED_HEADERS)
 TEXT_GATEWAY: ServiceKey[TextGateway] = ServiceKey("text gateway")
 
 
@@ -125,9 +127,10 @@ class TextGateway:
         body: dict[str, Any],
         started_ms: int,
     ) -> RequestContext:
-        user_id = svc_user_id(request.headers)
-        session = session_id(request.headers)
-        canonical = codec.decode_request(body, request.headers)
+        picked = pick_headers(request.scope["headers"], READ_HEADERS)
+        user_id = svc_user_id(picked)
+        session = session_id(picked)
+        canonical = codec.decode_request(body, picked)
         model = await self.resolve_model(canonical.model, auth)
         return RequestContext(
             request_id=request.state.request_id,
@@ -140,7 +143,7 @@ class TextGateway:
             stream=bool(canonical.stream),
             session_id=session,
             svc_user_id=user_id,
-            headers={h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers},
+            headers={h: picked[h] for h in FORWARDED_HEADERS if h in picked},
             started_ms=started_ms,
             trace=tracing.current(),
         )

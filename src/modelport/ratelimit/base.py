@@ -81,6 +81,11 @@ class ConcurrencyLimiter(Protocol):
         """Give the slot back. Idempotent: releasing twice, or after expiry, does nothing."""
         ...
 
+    def release_nowait(self, lease: Lease) -> bool:
+        """`release` done here and now when the backend needs no I/O for it (True); False: await `release`.
+        Saves the caller a task per request on the in-process backend."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

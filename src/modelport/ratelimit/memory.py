@@ -126,12 +126,16 @@ class MemoryConcurrencyLimiter:
         return renewed
 
     async def release(self, lease: Lease) -> None:
+        self.release_nowait(lease)
+
+    def release_nowait(self, lease: Lease) -> bool:
         held = self._leases.get(lease.key)
         if held is None:
-            return
+            return True
         held.pop(lease.lease_id, None)
         if not held:
             del self._leases[lease.key]
+        return True
 
     def _prune(self, key: str, now: float) -> dict[str, float]:
         """Drop the key's expired leases (a lease is valid while now < expires_at); return the live ones."""

@@ -108,5 +108,8 @@ class RedisConcurrencyLimiter:
         # ZREM of an absent member is a no-op, which makes release idempotent.
         await self._redis.zrem(self.redis_key(lease.key), lease.lease_id)
 
+    def release_nowait(self, lease: Lease) -> bool:
+        return False  # a round trip to Redis: the caller awaits `release`
+
     async def aclose(self) -> None:
         """Nothing to release: the Redis client belongs to the caller."""

@@ -197,6 +197,17 @@ class ConcurrencyLimiterContract:
         assert await leases.acquire("k", 2, 30) is not None
         assert await leases.acquire("k", 2, 30) is None
 
+    async def test_release_nowait_frees_the_slot_or_defers_to_release(
+        self, leases: ConcurrencyLimiter, clock: FakeClock
+    ) -> None:
+        lease = await leases.acquire("k", 1, 30)
+        assert lease is not None
+        if not leases.release_nowait(lease):  # a backend that needs I/O: the caller awaits release
+            await leases.release(lease)
+        again = await leases.acquire("k", 1, 30)
+        assert again is not None
+        assert await leases.acquire("k", 1, 30) is None
+
     async def test_leases_expire(self, leases: ConcurrencyLimiter, clock: FakeClock) -> None:
         first = await leases.acquire("k", 2, 10)
         clock.advance(5)
