@@ -14,17 +14,14 @@ from __future__ import annotations
 
 from modelport.accounts import auth
 from modelport.billing import credit
-from modelport.billing.settlement import SettlementWriter
 from modelport.catalog import CatalogStore
 from modelport.cli import main
-from modelport.requestlog.writer import RequestLogWriter
 from modelport.storage.batch_writer import BatchWriter
 
 ROWS = 10
-for cls in (BatchWriter, RequestLogWriter, SettlementWriter):
-    defaults = cls.__init__.__kwdefaults__
-    assert defaults is not None and "flush_interval" in defaults and "max_batch" in defaults, cls
-    defaults.update(flush_interval=3600.0, max_batch=ROWS)
+assert hasattr(BatchWriter, "default_flush_interval") and hasattr(BatchWriter, "default_max_batch")
+BatchWriter.default_flush_interval = 3600.0  # every writer: the request log's and the settlements'
+BatchWriter.default_max_batch = ROWS
 
 catalog_defaults = CatalogStore.__init__.__kwdefaults__
 assert catalog_defaults is not None and "refresh_seconds" in catalog_defaults

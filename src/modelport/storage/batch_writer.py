@@ -86,6 +86,9 @@ class WriterStats:
 
 class BatchWriter(Generic[T]):
     default_max_pending = 50_000
+    # Tuning a writer is not given: class attributes, so one place (bench/_guard_launcher.py) can change them.
+    default_max_batch = 500
+    default_flush_interval = 0.2
 
     def __init__(
         self,
@@ -97,7 +100,7 @@ class BatchWriter(Generic[T]):
         from_row: Callable[[dict[str, Any]], T],
         **tuning: Unpack[BoundedTuning],
     ) -> None:
-        max_batch = tuning.get("max_batch", 500)
+        max_batch = tuning.get("max_batch", self.default_max_batch)
         max_pending = tuning.get("max_pending", self.default_max_pending)
         spill_dir = tuning.get("spill_dir")
         if max_batch < 1 or max_pending < max_batch:
@@ -107,7 +110,7 @@ class BatchWriter(Generic[T]):
         self._name = name
         self._log = logging.getLogger(f"modelport.{name.replace(' ', '_')}")
         self._max_batch = max_batch
-        self._interval = tuning.get("flush_interval", 0.2)
+        self._interval = tuning.get("flush_interval", self.default_flush_interval)
         self._max_pending = max_pending
         self._spill = SpillFile(spill_dir, to_row, from_row) if spill_dir is not None else None
         self._close_timeout = tuning.get("close_timeout", 10.0)
