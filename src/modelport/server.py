@@ -106,7 +106,7 @@ async def serve_both(settings: Settings, media_sock: socket.socket, text_sock: s
     # A request allocates a few thousand short-lived objects; with the default 700-object youngest
     # generation, survivors of half-finished requests were promoted and rescanned by the older
     # generations' collections. A larger youngest generation lets them die young: 10-15% less CPU per
-    # stream in bench/gateway_bench.py (docs/architecture.md, Performance).
+    # stream in bench/gateway_bench.py (docs/architecture/performance.md).
     gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 50)
 
     grace = settings.server.graceful_shutdown_seconds

@@ -96,7 +96,15 @@ def test_dockerfile_env_and_entrypoint() -> None:
 
 @pytest.mark.parametrize(
     "doc",
-    ["docs/deploy.md", "docs/api/operations.md", "docs/configuration.md", "docs/security.md", "docs/api/console.md"],
+    [
+        "docs/deploy.md",
+        "docs/api/operations.md",
+        "docs/configuration.md",
+        "docs/security.md",
+        "docs/api/console.md",
+        "docs/architecture.md",
+        *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs/architecture").glob("*.md")),
+    ],
 )
 def test_docs_name_only_real_settings(doc: str) -> None:
     names = set(re.findall(r"\b(MODELPORT_[A-Z0-9_]*[A-Z0-9])\b", (ROOT / doc).read_text()))

@@ -71,7 +71,7 @@ class TaskExecutor:
         # Names this process in `claimed_by` (which worker ran a task: logs, scale-out checks).
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         # Renders run here, not in asyncio's default executor, which file I/O and DNS share (a long video
-        # must not starve them). Threads, not processes: see docs/architecture.md, Media tasks.
+        # must not starve them). Threads, not processes: see docs/architecture/tasks.md.
         self._pool: ThreadPoolExecutor | None = None
         # Tasks of hosted media providers (catalog entries with `upstream`).
         self._upstream = UpstreamMedia(
