@@ -24,6 +24,7 @@ class Target:
     body: bytes
     stream: bool
     complete: Callable[[bytes], bool]
+    method: str = "POST"  # GET sends no body
 
 
 @dataclass
@@ -44,7 +45,8 @@ async def _one(session: aiohttp.ClientSession, target: Target, sample: Sample, r
     started = time.perf_counter()
     first: float | None = None
     try:
-        async with session.post(target.url, data=target.body, headers=target.headers) as response:
+        body = target.body if target.method != "GET" else None
+        async with session.request(target.method, target.url, data=body, headers=target.headers) as response:
             if target.stream:
                 parts = []
                 async for chunk in response.content.iter_any():

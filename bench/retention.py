@@ -2,12 +2,15 @@
 
     .venv/bin/python bench/retention.py --backend postgres [--rows 10000000]
     .venv/bin/python bench/retention.py --backend sqlite [--rows 2000000]
-        [--days 120] [--window-days 90] [--payload-days 30] [--seconds 10] [--concurrency 16] [--keep]
+        [--days 120] [--window-days 90] [--payload-days 30] [--seconds 10] [--concurrency 16]
+        [--load chat|logs] [--keep]
 
-Fills `request_logs` server-side (PostgreSQL generate_series, SQLite a recursive CTE) with `--rows` rows of
-four teams spread over the last `--days` days (half with small retained payloads, 200 end users) and their
+Fills `request_logs` server-side (PostgreSQL generate_series, SQLite a recursive CTE; on PostgreSQL into the
+day partitions of migration 0020, created first as the pruner would have) with `--rows` rows of
+four teams spread evenly over the last `--days` days (half with small retained payloads, 200 end users) and their
 hourly counts, then starts `modelport serve` on that database (its own pruner idle) with the benchmark's
-fake upstream and measures Chat Completions through it (closed loop, `--concurrency` clients):
+fake upstream and measures Chat Completions through it (`--load logs`: GET /v1/logs of a filled team's last
+day instead; closed loop, `--concurrency` clients):
 - `baseline`: `--seconds` of load, nothing else;
 - `pruning`: the same load while this process runs one pruning run of the real pruner
   (`modelport.retention.pruner.Pruner.run_once`, windows `--window-days` and `--payload-days`), for as long
@@ -38,6 +41,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
+from modelport.retention import partitions
 from modelport.retention.pruner import Pruner
 from modelport.retention.stats import database_bytes
 from modelport.settings import RetentionSettings
@@ -50,10 +54,12 @@ TEAMS = 4
 DEFAULT_PG = os.environ.get("MODELPORT_TEST_POSTGRES_URL", "postgresql+asyncpg://root@127.0.0.1:5432/test")
 
 # $1 seed text, $2 team, $3 start ms, $4 span ms, $5 rows (PostgreSQL); the SQLite form below is the same.
+# Rows in time order (evenly spread): each day's partition and its indexes are filled while they are small
+# and cached, as a live service fills them; a random order would make the 10M-row fill several times slower.
 PG_FILL = """
 INSERT INTO request_logs (id, team_id, created_at_ms, status, error, provider, model_name, endpoint,
     prompt_tokens, completion_tokens, cached_tokens, cost_micros, svc_user_id, session_id, input, result)
-SELECT 'req_' || md5($1 || g::text), $2, $3::bigint + floor(random() * $4::bigint)::bigint,
+SELECT 'req_' || md5($1 || g::text), $2, $3::bigint + (g::bigint * $4::bigint) / $5::int,
        CASE WHEN g % 50 = 0 THEN 'error' ELSE 'success' END, NULL, 'openai', 'gpt-4o-mini', 'chat.completions',
        100 + g % 900, g % 400, g % 64, 37 * (g % 1000),
        CASE WHEN g % 10 = 0 THEN NULL ELSE 'user_' || lpad((g % 200)::text, 6, '0') END, NULL,
@@ -65,7 +71,7 @@ SQLITE_FILL = """
 INSERT INTO request_logs (id, team_id, created_at_ms, status, error, provider, model_name, endpoint,
     prompt_tokens, completion_tokens, cached_tokens, cost_micros, svc_user_id, session_id, input, result)
 WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < :n)
-SELECT 'req_' || :seed || '_' || g, :team, :start + abs(random()) % :span,
+SELECT 'req_' || :seed || '_' || g, :team, :start + (g * :span) / :n,
        CASE WHEN g % 50 = 0 THEN 'error' ELSE 'success' END, NULL, 'openai', 'gpt-4o-mini', 'chat.completions',
        100 + g % 900, g % 400, g % 64, 37 * (g % 1000),
        CASE WHEN g % 10 = 0 THEN NULL ELSE 'user_' || (g % 200) END, NULL,
@@ -120,6 +126,13 @@ async def count_rows(engine: AsyncEngine) -> int:
         return int(await conn.scalar(select(func.count()).select_from(request_logs)) or 0)
 
 
+async def count_partitions(engine: AsyncEngine) -> int | None:
+    if not await partitions.is_partitioned(engine):
+        return None
+    async with engine.connect() as conn:
+        return len(await partitions.day_partitions(conn))
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000 if ordered else float("nan")
@@ -132,7 +145,7 @@ async def load(target: _load.Target, concurrency: int, seconds: float) -> _load.
 
 async def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="mp-bench-retention-"))
-    (work / "data").mkdir()
+    (work / "data").mkdir(mode=0o700)
     pg_name = None
     if args.backend == "postgres":
         pg_name = "mp_bench_retention_" + secrets.token_hex(4)
@@ -147,24 +160,42 @@ async def run(args: argparse.Namespace) -> None:
     try:
         await upgrade_to_head(engine)
         team_ids = [(await accounts.create_team(engine, f"bench{i}", tier="bench")).id for i in range(TEAMS)]
+        if await partitions.is_partitioned(engine):
+            # A service that ran for `--days` days has had its day partitions created ahead by the pruner.
+            today = int(time.time() * 1000) // DAY_MS
+            await partitions.ensure_days(engine, today - args.days - 1, today + partitions.AHEAD_DAYS)
         await fill(url, team_ids, args.rows, args.days)
         before = await database_bytes(engine)
         upstream = _procs.start_fake_upstream(delay_ms=20, chunks=1)
         idle = {"MODELPORT_RETENTION__REQUEST_LOGS_DAYS": "0", "MODELPORT_RETENTION__LOG_PAYLOADS_DAYS": "0"}
         gateway = _procs.start_gateway(work / "data", upstream.url, workers=1, database_url=url, extra_env=idle)
-        body = {"model": "bench/fast", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
-        target = _load.Target(
-            gateway.url + "/v1/chat/completions",
-            {"content-type": "application/json", "authorization": f"Bearer {gateway.extra['key']}"},
-            json.dumps(body).encode(),
-            False,
-            lambda payload: b'"choices"' in payload,
-        )
+        if args.load == "logs":
+            # GET /v1/logs of a filled team: its last day, the first page (reads the partitions pruning locks).
+            key = (await accounts.create_key(engine, team_ids[0])).key
+            now = int(time.time())
+            target = _load.Target(
+                f"{gateway.url}/v1/logs?start_time={now - 86_400}&end_time={now}&page_size=20",
+                {"authorization": f"Bearer {key}"},
+                b"",
+                False,
+                lambda payload: b'"requests"' in payload,
+                method="GET",
+            )
+        else:
+            body = {"model": "bench/fast", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
+            target = _load.Target(
+                gateway.url + "/v1/chat/completions",
+                {"content-type": "application/json", "authorization": f"Bearer {gateway.extra['key']}"},
+                json.dumps(body).encode(),
+                False,
+                lambda payload: b'"choices"' in payload,
+            )
         baseline = await load(target, args.concurrency, args.seconds)
         settings = RetentionSettings(
             request_logs_days=args.window_days, log_payloads_days=args.payload_days, batch_rows=args.batch_rows
         )
         rows_before = await count_rows(engine)
+        parts_before = await count_partitions(engine)
         pruner = Pruner(engine, settings, lock_file=work / "bench.lock")
         pruned: dict[str, float] = {}
 
@@ -184,16 +215,20 @@ async def run(args: argparse.Namespace) -> None:
         await pruning_task
         after = await database_bytes(engine)
         rows_after = await count_rows(engine)
+        parts_after = await count_partitions(engine)
         p99_base, p99_during = pct(baseline.latencies, 0.99), pct(during.latencies, 0.99)
         print(f"backend {args.backend}, {args.rows:,} rows over {args.days} days, window {args.window_days} days")
         print(f"pruned: {json.dumps({k: v for k, v in pruned.items() if k != 'seconds'})}")
         print(f"pruning took {pruned['seconds']:.1f} s")
+        if parts_before is not None and parts_after is not None:
+            print(f"day partitions: {parts_before} before, {parts_after} after (created ahead included)")
         print(
             f"database size: {(before or 0) / 2**20:.0f} MiB before ({rows_before:,} log rows), "
             f"{(after or 0) / 2**20:.0f} MiB after ({rows_after:,} log rows, those served during the bench included)"
         )
         print(
-            f"serving c={args.concurrency}: baseline p50 {pct(baseline.latencies, 0.5):.1f} ms p99 {p99_base:.1f} ms "
+            f"serving {args.load} c={args.concurrency}: baseline p50 {pct(baseline.latencies, 0.5):.1f} ms "
+            f"p99 {p99_base:.1f} ms "
             f"({baseline.count} requests, {baseline.errors} errors); during pruning p50 "
             f"{pct(during.latencies, 0.5):.1f} ms p99 {p99_during:.1f} ms ({during.count} requests, "
             f"{during.errors} errors); p99 ratio {p99_during / p99_base:.2f} (target <= 1.2)"
@@ -221,6 +256,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--batch-rows", type=int, default=RetentionSettings().batch_rows)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--load", choices=("chat", "logs"), default="chat", help="Chat Completions, or GET /v1/logs of a filled team"
+    )
     parser.add_argument("--postgres-url", default=DEFAULT_PG)
     parser.add_argument("--keep", action="store_true", help="keep the database and data directory")
     args = parser.parse_args()

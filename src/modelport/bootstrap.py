@@ -166,6 +166,7 @@ async def ensure_demo_team(engine: AsyncEngine, settings: Settings) -> DemoInfo:
 
 
 async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True) -> DemoInfo | None:
+    await _check_operator_url(settings)
     await ensure_schema(engine, settings)
     async with startup_lock(engine):
         await import_catalog(engine, load_catalog_file(settings.catalog))
@@ -174,6 +175,17 @@ async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True)
         await prune_settlement_keys(engine)
         await _reseal_webhook_secrets(engine, settings)
         return await ensure_demo_team(engine, settings) if demo else None
+
+
+async def _check_operator_url(settings: Settings) -> None:
+    if settings.operator_webhook_url is None:
+        return
+    from modelport.alerts.service import check_operator_url  # the fetcher (aiohttp) only when configured
+
+    try:
+        await check_operator_url(settings)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from exc
 
 
 async def _reseal_webhook_secrets(engine: AsyncEngine, settings: Settings) -> None:
@@ -191,6 +203,7 @@ async def _reseal_webhook_secrets(engine: AsyncEngine, settings: Settings) -> No
 
 async def prepare_worker(engine: AsyncEngine, settings: Settings) -> None:
     """A `modelport worker`'s start: schema and catalog only (stale holds are serve's job, done once)."""
+    await _check_operator_url(settings)
     await ensure_schema(engine, settings)
     async with startup_lock(engine):
         await import_catalog(engine, load_catalog_file(settings.catalog))

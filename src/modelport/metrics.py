@@ -75,7 +75,8 @@ class Family(Generic[M]):
             return OFF
         child = self._children.get(values)
         if child is None:
-            child = self._children[values] = self.metric.labels(*values)
+            # A metric without labels is its own (only) child.
+            child = self._children[values] = self.metric.labels(*values) if values else self.metric
         return child
 
 
@@ -171,6 +172,20 @@ WRITE_QUEUE_DEPTH = Family(
         multiprocess_mode="livesum",
     )
 )
+WRITE_SPILLED = Family(
+    Counter(
+        "modelport_write_spilled_rows",
+        "Rows a batch writer sent to its spill file (database unreachable, or too many rows waiting)",
+        ["queue"],
+    )
+)
+WRITE_DROPPED = Family(
+    Counter(
+        "modelport_write_dropped_rows",
+        "Rows a batch writer lost: no room in memory and no spill file to take them",
+        ["queue"],
+    )
+)
 WRITE_FLUSH_SECONDS = Family(
     Histogram(
         "modelport_write_flush_seconds",
@@ -227,6 +242,21 @@ TASKS_UNFINISHED = Family(
         "Media tasks waiting for a worker (queued) or running (processing), all teams, read by the reconciler",
         ["status"],
         multiprocess_mode="livemostrecent",
+    )
+)
+TASK_QUEUE_AGE = Family(
+    Gauge(
+        "modelport_media_task_queue_age_seconds",
+        "Age of the oldest media task waiting for a worker (0: none waits), all teams, read by the reconciler",
+        [],
+        multiprocess_mode="livemostrecent",
+    )
+)
+OPERATOR_ALERTS = Family(
+    Counter(
+        "modelport_operator_alerts",
+        "Operator alert events written to the webhook outbox (deployment.down, tasks.backlog, ...)",
+        ["event"],
     )
 )
 WEBHOOK_ATTEMPTS = Family(

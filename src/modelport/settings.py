@@ -7,6 +7,7 @@ Sources, highest precedence first: explicit keyword arguments, `MODELPORT_*` env
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import os
@@ -202,6 +203,8 @@ class TasksSettings(BaseModel):
     lease_seconds: float = Field(default=30.0, ge=1)
     # How often the reconciler looks for tasks to re-queue, take over or time out.
     reconcile_interval_seconds: float = Field(default=2.0, gt=0)
+    # ...and, at most this often, for keys expiring within their team's `key_expiry_days` (`key.expiring`).
+    key_expiry_check_seconds: float = Field(default=60.0, gt=0)
     # A queued task older than this is queued again (idempotent: the task id is the job key).
     requeue_after_seconds: float = Field(default=10.0, ge=0)
     # Runs a task may start (takeovers after crashes included) before it fails and is refunded.
@@ -277,7 +280,7 @@ class RetentionSettings(BaseModel):
     # The retained `input`/`result` payloads are emptied this long after the request (0: kept with the row).
     log_payloads_days: float = Field(default=30.0, ge=0)
     # A finished task whose result has expired is removed this long after it ended, with its webhook
-    # deliveries and attempts (0: kept forever).
+    # deliveries and attempts (0: kept forever); so are ended notification and operator-alert deliveries.
     tasks_days: float = Field(default=30.0, ge=0)
     # Read by the audit log's pruner (the audit table arrives with a later issue).
     audit_days: float = Field(default=400.0, ge=0)
@@ -289,6 +292,23 @@ class RetentionSettings(BaseModel):
     # serving keeps the database.
     batch_rows: int = Field(default=500, ge=1, le=100_000)
     batch_pause_seconds: float = Field(default=0.05, ge=0)
+
+
+class AlertsSettings(BaseModel):
+    """Operator alerts (`settings.alerts`, env prefix `MODELPORT_ALERTS__`): what the periodic check looks
+    at and when it speaks. Sent only when `MODELPORT_OPERATOR_WEBHOOK_URL` is set (docs/alerts/README.md)."""
+
+    # How often each process looks at the task backlog and the free disk space.
+    check_interval_seconds: float = Field(default=30.0, gt=0)
+    # `tasks.backlog`: a queued media task has waited longer than this for a worker.
+    task_backlog_seconds: float = Field(default=600.0, gt=0)
+    # `storage.low`: free space of the data directory's filesystem (SQLite or the local file store) below
+    # either bound (0 turns that bound off).
+    storage_free_bytes: int = Field(default=1024**3, ge=0)
+    storage_free_percent: float = Field(default=5.0, ge=0, le=100)
+    # Once low, storage is reported recovered only above the bounds by this fraction (no alert per byte
+    # written and deleted around the threshold).
+    storage_hysteresis_fraction: float = Field(default=0.1, ge=0, le=1)
 
 
 class TracingSettings(BaseModel):
@@ -416,6 +436,14 @@ class Settings(BaseSettings):
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    # How long the text gateway keeps a deployment out of rotation after repeated failures (a process's own
+    # view; an upstream 429's Retry-After wins when given).
+    upstream_cooldown_seconds: float = Field(default=30.0, gt=0, le=600)
+    # Operator alerts (`deployment.down`/`.up`, `tasks.backlog`, `storage.low`) go to this URL, signed with
+    # `operator_webhook_secret` (a `whsec_` secret, required with the URL); unset: no operator alerts.
+    operator_webhook_url: str | None = None
+    operator_webhook_secret: SecretStr | None = None
+    alerts: AlertsSettings = Field(default_factory=AlertsSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -469,6 +497,30 @@ class Settings(BaseSettings):
         if not value.startswith(("https://", "http://")):
             raise ValueError("must be an http(s) URL")
         return value.rstrip("/")
+
+    @field_validator("operator_webhook_url", "operator_webhook_secret", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @field_validator("operator_webhook_secret")
+    @classmethod
+    def _check_operator_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not is_webhook_secret(value.get_secret_value()):
+            raise ValueError(
+                "must be a Standard Webhooks secret: whsec_ and the base64 of 24 to 64 random bytes"
+                " (docs/alerts/README.md shows how to make one)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _operator_url_needs_secret(self) -> Settings:
+        if self.operator_webhook_url is not None and self.operator_webhook_secret is None:
+            raise ValueError(
+                "MODELPORT_OPERATOR_WEBHOOK_URL needs MODELPORT_OPERATOR_WEBHOOK_SECRET (the whsec_ secret that"
+                " signs the operator's alerts)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_tiers(self) -> Settings:
@@ -527,7 +579,19 @@ class Settings(BaseSettings):
             "assets_backend": self.assets.backend,
             "net_ca_bundle": str(self.net.ca_bundle) if self.net.ca_bundle else None,
             "task_workers": self.tasks.run_workers,
+            "operator_alerts": self.operator_webhook_url is not None,
         }
+
+
+def is_webhook_secret(value: str) -> bool:
+    """`whsec_` + standard base64 of 24 to 64 bytes (the Standard Webhooks secret form)."""
+    if not value.startswith("whsec_"):
+        return False
+    try:
+        raw = base64.b64decode(value.removeprefix("whsec_"), validate=True)
+    except ValueError:
+        return False
+    return 24 <= len(raw) <= 64
 
 
 def load_settings(**overrides: Any) -> Settings:

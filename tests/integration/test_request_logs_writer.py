@@ -8,14 +8,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport import metrics
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
 from modelport.requestlog.writer import RequestLogWriter
@@ -261,8 +263,22 @@ async def test_outage_and_overflow_spill_to_disk_and_are_replayed(
     assert list(spill_dir.glob("spill-*.jsonl")) == []
 
 
+def rows_metric(name: str) -> float:
+    """`modelport_write_spilled_rows_total` / `_dropped_rows_total` of the request log writer, in this process."""
+    return REGISTRY.get_sample_value(f"modelport_write_{name}_rows_total", {"queue": "request log"}) or 0.0
+
+
+@pytest.fixture
+def metrics_on() -> Iterator[None]:
+    metrics.enable(True)
+    try:
+        yield
+    finally:
+        metrics.enable(False)
+
+
 async def test_rows_left_at_shutdown_are_spilled_and_replayed_by_the_next_writer(
-    pg: tuple[AsyncEngine, AsyncEngine, Relay], tmp_path: Path
+    pg: tuple[AsyncEngine, AsyncEngine, Relay], tmp_path: Path, metrics_on: None
 ) -> None:
     direct, relayed, relay = pg
     spill_dir = tmp_path / "spill"
@@ -271,11 +287,13 @@ async def test_rows_left_at_shutdown_are_spilled_and_replayed_by_the_next_writer
     await writer.start()
     for i in range(120):
         writer.record(make(i))
+    spilled_before = rows_metric("spilled")
     started = time.monotonic()
     await writer.aclose()
     # The outage is detected and the rows spilled: no waiting for close_timeout.
     assert time.monotonic() - started < 10
     assert writer.stats.spilled == 120 and writer.stats.dropped == 0
+    assert rows_metric("spilled") - spilled_before == 120  # what the ModelportWritesSpilling rule watches
     assert await row_count(direct) == 0
 
     successor = RequestLogWriter(direct, spill_dir=spill_dir)
@@ -288,15 +306,17 @@ async def test_rows_left_at_shutdown_are_spilled_and_replayed_by_the_next_writer
 
 
 async def test_without_a_spill_dir_rows_left_at_shutdown_are_counted_as_dropped(
-    pg: tuple[AsyncEngine, AsyncEngine, Relay],
+    pg: tuple[AsyncEngine, AsyncEngine, Relay], metrics_on: None
 ) -> None:
     _direct, relayed, relay = pg
     await relay.cut()
     writer = RequestLogWriter(relayed, close_timeout=0.5, retry_initial=0.05)
     for i in range(10):
         writer.record(make(i))
+    dropped_before = rows_metric("dropped")
     await writer.aclose()
     assert writer.stats.dropped == 10 and writer.stats.spilled == 0 and writer.pending == 0
+    assert rows_metric("dropped") - dropped_before == 10
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

@@ -102,6 +102,8 @@ def test_dockerfile_env_and_entrypoint() -> None:
         "docs/configuration.md",
         "docs/security.md",
         "docs/api/console.md",
+        "docs/alerts/README.md",
+        "docs/api/operator-alerts.md",
         "docs/architecture.md",
         *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs/architecture").glob("*.md")),
     ],

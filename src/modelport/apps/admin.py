@@ -10,13 +10,16 @@ from __future__ import annotations
 from dataclasses import asdict
 from decimal import Decimal
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.requests import Request
 from starlette.responses import Response
 
+from modelport.alerts.views import overview as alert_overview
 from modelport.billing.operator import Operator
+from modelport.errors import InvalidParameters
 from modelport.money import display_usd
 from modelport.retention.stats import read_figures
 from modelport.web.actor import request_actor
@@ -190,6 +193,23 @@ async def retention(request: Request) -> Response:
     services = get_services(request)
     figures = await read_figures(services.db)
     return ok({"settings": services.settings.retention.model_dump(), **asdict(figures)})
+
+
+@router.get("/alerts")
+async def alerts(request: Request, limit: int = 50) -> Response:
+    """Operator alerts: whether they are on, each alert's last state, the latest events and their attempts."""
+    if not 1 <= limit <= 500:
+        raise InvalidParameters("limit must be between 1 and 500", param="limit")
+    services = get_services(request)
+    url = services.settings.operator_webhook_url
+    shown = None if url is None else _origin(url)
+    return ok({"enabled": url is not None, "url": shown, **await alert_overview(services.db, limit=limit)})
+
+
+def _origin(url: str) -> str:
+    """The URL's scheme and host only: its path or query may be the receiver's credential."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}/…"
 
 
 @router.get("/models")

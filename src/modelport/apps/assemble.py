@@ -12,6 +12,7 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport import metrics, tracing
+from modelport.alerts.service import OPERATOR_ALERTS, OperatorAlerts, with_operator_secret
 from modelport.apps.health import READINESS, ReadinessChecker
 from modelport.billing.credit import CREDIT, CreditBook
 from modelport.billing.settlement import SETTLEMENTS, SettlementWriter
@@ -34,14 +35,16 @@ from modelport.media.tasks.live import TASK_CHANGES, TaskChanges
 from modelport.media.tasks.service import TASK_QUEUE, TASKS, TaskService
 from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
 from modelport.media.webhooks.secrets import box_of
-from modelport.media.webhooks.sender import WebhookSender
+from modelport.media.webhooks.sender import WebhookSender, team_secret_lookup
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
 from modelport.retention.audit import AuditEvents
+from modelport.retention.deliveries import EventDeliveries
 from modelport.retention.pruner import PRUNER, Pruner
 from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
+from modelport.storage import outbox
 from modelport.upstreams.health import DEPLOYMENT_HEALTH
 from modelport.upstreams.pool import UPSTREAMS, UpstreamPool
 
@@ -87,6 +90,8 @@ def build_services(
         Pruner(db, settings.retention, lock_file=settings.data_dir / "retention.lock", archive_store=files.store),
     )
     pruner.register(AuditEvents(settings.retention.audit_days))
+    retention = settings.retention
+    pruner.register(EventDeliveries(retention.tasks_days, retention.batch_rows, retention.batch_pause_seconds))
     fetcher = services.add(
         FETCHER,
         SafeFetcher(settings.net, own_urls=OwnDownloadUrls(files, public_url), temp_dir=settings.data_dir / "tmp"),
@@ -121,8 +126,18 @@ def build_services(
             changes=changes,
         ),
     )
+    outbox.use_schedule(settings.webhooks)  # the give-up time of notifications enqueued by settlement code
+    # Operator alerts (MODELPORT_OPERATOR_WEBHOOK_URL): events into the same outbox as task webhooks.
+    alerts = None
+    if settings.operator_webhook_url is not None:
+        alerts = services.add(OPERATOR_ALERTS, OperatorAlerts(db, settings, url=settings.operator_webhook_url))
     if settings.tasks.run_workers if task_workers is None else task_workers:
-        sender = WebhookSender(db, fetcher, settings.webhooks, box_of(services))
+        secrets = team_secret_lookup(db, box_of(services))
+        if settings.operator_webhook_secret is not None:
+            secrets = with_operator_secret(secrets, settings)
+        sender = WebhookSender(db, fetcher, settings.webhooks, box_of(services), secrets=secrets)
+        if alerts is not None:
+            alerts.on_event(sender.wake)
         executor = TaskExecutor(
             engine=db,
             catalog=services.catalog,
@@ -141,7 +156,9 @@ def build_services(
     pool = services.add(UPSTREAMS, UpstreamPool())
     log_sink = RequestLogSink(log_writer, max_payload_bytes=settings.log_payload_max_bytes)
     metering = services.add(METERING, Metering(settings, db, services.limiters, credit, log_sink=log_sink))
-    router = DeploymentRouter()
+    router = DeploymentRouter(
+        cooldown_seconds=settings.upstream_cooldown_seconds, listener=alerts.heard if alerts is not None else None
+    )
     services.add(DEPLOYMENT_HEALTH, router)  # the operator console reads this process's cooldowns
     caller = UpstreamCaller(pool, router)
     services.add(TEXT_GATEWAY, TextGateway(services.catalog, caller, metering, OwnMedia(files, public_url)))

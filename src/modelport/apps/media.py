@@ -16,7 +16,7 @@ from modelport.apps.text import create_text_app
 from modelport.console.admin import ROUTERS as ADMIN_ROUTERS
 from modelport.console.app import mount_console
 from modelport.errors import NotFound
-from modelport.media import audit_api, keys_api, utility
+from modelport.media import audit_api, keys_api, notifications_api, utility
 from modelport.media.assets import routes as asset_routes
 from modelport.media.files import routes as file_routes
 from modelport.media.model_docs import render_page
@@ -43,6 +43,7 @@ def create_media_app(services: Services | None = None, settings: Settings | None
         admin.router,
         audit_api.admin_router,
         audit_api.team_router,
+        notifications_api.router,
         file_routes.router,
         asset_routes.router,
         webhook_routes.router,
@@ -78,7 +79,7 @@ def media_errors(method: str, path: str) -> tuple[int, ...]:
         return (402, 409, 413, 429)
     if path == "/api/v1/tasks/{task_id}/cancel":
         return (409,)
-    if path.startswith("/api/v1/keys") or path == "/api/v1/audit":
+    if path.startswith(("/api/v1/keys", "/api/v1/notifications")) or path == "/api/v1/audit":
         return (403,)
     return ()
 

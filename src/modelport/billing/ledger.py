@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.billing import daily, key_budget, reservations
+from modelport.billing import daily, key_budget, notify, reservations
 from modelport.billing.key_budget import KeyBudgetShort, KeyHold
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, NotFound
@@ -128,6 +128,7 @@ async def topup_in(conn: AsyncConnection, team_id: str, micros: int, *, note: st
             param="amount_usd",
         )
     await _entry(conn, team_id, "topup", micros, None, note)
+    await notify.after_topup(conn, team_id, int(row[0]), int(row[1]))  # arms the balance events again
     return BalanceAfter(int(row[0]), int(row[1]))
 
 

@@ -27,7 +27,7 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.billing import daily, key_budget
+from modelport.billing import daily, key_budget, notify
 from modelport.clock import now_ms
 from modelport.ids import new_id
 from modelport.services import ServiceKey
@@ -208,6 +208,13 @@ async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> Non
             conn,
             [(str(e["team_id"]), str(e["kind"]), int(e["amount_micros"]), int(e["created_at_ms"])) for e in entries],
         )
+    # Charges lower balances and key spends: a team's notification thresholds are crossed here, if anywhere.
+    charged = [item for item in batch if item.cost_micros]
+    await notify.after_settlement(
+        conn,
+        (item.team_id for item in charged),
+        ((item.team_id, item.key_id, item.key_period_ms) for item in charged if item.key_id),
+    )
 
 
 # Far longer than any spill file waits for its replay (the next start of a process on that machine).

@@ -72,6 +72,7 @@ TEAM_NAV = (
     ("/assets", "Assets", "assets"),
     ("/billing", "Billing", "billing"),
     ("/webhooks", "Webhook secret", "webhooks"),
+    ("/notifications", "Notifications", "notifications"),
     ("/audit", "Audit log", "audit"),
 )
 _env.globals["team_nav"] = TEAM_NAV

@@ -26,6 +26,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from modelport.billing import notify
 from modelport.billing.credit import Allocation, CreditBook
 from modelport.billing.key_budget import KeyBudgetShort, key_hold
 from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens
@@ -171,6 +172,7 @@ class Metering:
         if allocation is None:
             await self._release_lease(ctx)
             self._return_tokens(ctx)
+            await notify.balance_exhausted(self._engine, team)  # the first 402 since the last top-up
             poor = InsufficientQuota(
                 "Insufficient balance: top up the team's balance to use this model",
                 code="insufficient_quota",

@@ -6,7 +6,10 @@ machine computes the same ranking). Without one, a rotating start spreads load. 
 recently (429, 5xx, connection errors) sit out a cooldown and are tried last.
 
 Cooldowns are kept per process: they are an optimisation (a failing deployment is still retried
-correctly), so sharing them through Redis is not needed for correctness.
+correctly), so sharing them through Redis is not needed for correctness. A listener (the operator alerts)
+hears when a deployment goes down (a cooldown after repeated failures; an upstream 429 is not "down") and
+when it serves again (its first success after that, or after the process started); the alerts decide
+across processes which change is news.
 """
 
 from __future__ import annotations
@@ -20,7 +23,13 @@ from dataclasses import dataclass
 from modelport.catalog_spec import Deployment, TextModel
 from modelport.clock import now_ms
 from modelport.metrics import DEPLOYMENT_COOLDOWN_UNTIL, DEPLOYMENT_COOLDOWNS, deployment_labels
-from modelport.upstreams.health import RECENT_ERRORS, DeploymentError, DeploymentHealth
+from modelport.upstreams.health import (
+    RECENT_ERRORS,
+    DeploymentChange,
+    DeploymentError,
+    DeploymentHealth,
+    HealthListener,
+)
 
 DEFAULT_COOLDOWN_SECONDS = 30.0
 FAILURES_BEFORE_COOLDOWN = 3
@@ -33,8 +42,13 @@ class Candidate:
 
 
 class DeploymentRouter:
-    def __init__(self, *, cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS) -> None:
+    def __init__(
+        self, *, cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS, listener: HealthListener | None = None
+    ) -> None:
         self._cooldown_seconds = cooldown_seconds
+        self._listener = listener
+        # What the listener was last told per deployment: True serving, False down (absent: nothing yet).
+        self._told: dict[str, bool] = {}
         self._cooling_until: dict[str, float] = {}
         self._failures: dict[str, int] = {}
         # The last few failures per deployment, for the operator console (kept after a recovery).
@@ -79,12 +93,19 @@ class DeploymentRouter:
         labels = deployment_labels(candidate.key)
         DEPLOYMENT_COOLDOWNS.labels(*labels).inc()
         DEPLOYMENT_COOLDOWN_UNTIL.labels(*labels).set(time.time() + seconds)
+        if self._listener is not None and not rate_limited and self._told.get(candidate.key) is not False:
+            self._told[candidate.key] = False
+            self._listener(DeploymentChange(candidate.key, True, failures, seconds, recent[0].message))
 
     def succeed(self, candidate: Candidate) -> None:
         if self._failures:
             self._failures.pop(candidate.key, None)
         if self._cooling_until and self._cooling_until.pop(candidate.key, None) is not None:
             DEPLOYMENT_COOLDOWN_UNTIL.labels(*deployment_labels(candidate.key)).set(0)
+        if self._listener is not None and self._told.get(candidate.key) is not True:
+            # Also the first success since this process started: another process may have reported it down.
+            self._told[candidate.key] = True
+            self._listener(DeploymentChange(candidate.key, False, 0, 0.0, None))
 
     def health(self) -> dict[str, DeploymentHealth]:
         now = time.monotonic()

@@ -144,14 +144,16 @@ async def _page(conn: AsyncConnection, team_id: str, q: LogQuery, hi_ms: int, sk
     # Deferred join: the ids come from the index alone; only the page's rows are read from the table.
     order = (request_logs.c.created_at_ms.desc(), request_logs.c.id.desc())
     ids = (
-        select(request_logs.c.id)
+        select(request_logs.c.id, request_logs.c.created_at_ms)
         .where(_in_window(team_id, q.svc_user_id, q.lo_ms, hi_ms))
         .order_by(*order)
         .limit(q.page_size)
         .offset(skip)
         .subquery("page_ids")
     )
-    stmt = select(*ITEM_COLUMNS).join_from(request_logs, ids, request_logs.c.id == ids.c.id).order_by(*order)
+    # Joined on the time too: on PostgreSQL's day partitions each id is looked up in its own day only.
+    on = and_(request_logs.c.id == ids.c.id, request_logs.c.created_at_ms == ids.c.created_at_ms)
+    stmt = select(*ITEM_COLUMNS).join_from(request_logs, ids, on).order_by(*order)
     return (await conn.execute(stmt)).all()
 
 

@@ -42,7 +42,9 @@ async def insert_logs(engine: AsyncEngine, records: Sequence[LogRecord]) -> int:
     rows.sort(key=lambda r: r["id"])
     by_id = {r["id"]: r for r in rows}
     async with engine.begin() as conn:
-        stmt: Insert = _insert(conn, request_logs).on_conflict_do_nothing(index_elements=["id"])
+        # No conflict target: the primary key is (id) on SQLite, (id, created_at_ms) on PostgreSQL's
+        # partitioned table (migration 0020); a retried row has the same both.
+        stmt: Insert = _insert(conn, request_logs).on_conflict_do_nothing()
         result = await conn.execute(stmt.returning(request_logs.c.id), list(by_id.values()))
         inserted = [by_id[row_id] for (row_id,) in result.all()]
         await _bump_counts(conn, inserted)

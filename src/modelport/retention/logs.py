@@ -58,7 +58,7 @@ async def prune_logs(engine: AsyncEngine, plan: LogPruning, now_ms: int) -> LogP
                 break
             if plan.archive is not None:
                 pruned.archive_files += await _archive(plan.archive, team_id, batch)
-            pruned.rows += await _delete(engine, [r.id for r in batch])
+            pruned.rows += await _delete(engine, batch)
             if len(batch) < plan.batch_rows:
                 break
             await pause_after(started, plan.pause_seconds)
@@ -87,11 +87,17 @@ async def _archive(store: FileStore, team_id: str, batch: Sequence[Any]) -> int:
     return len(by_day)
 
 
-async def _delete(engine: AsyncEngine, ids: list[str]) -> int:
+async def _delete(engine: AsyncEngine, batch: Sequence[Any]) -> int:
+    # The batch's time span too: on PostgreSQL's day partitions only the days it covers are searched.
+    c = request_logs.c
     async with engine.begin() as conn:
         stmt = (
             delete(request_logs)
-            .where(request_logs.c.id.in_(ids))
+            .where(
+                c.id.in_([r.id for r in batch]),
+                c.created_at_ms >= batch[0].created_at_ms,
+                c.created_at_ms <= batch[-1].created_at_ms,
+            )
             .returning(request_logs.c.team_id, request_logs.c.svc_user_id, request_logs.c.created_at_ms)
         )
         gone = (await conn.execute(stmt)).all()
@@ -121,24 +127,27 @@ async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, paus
     if days <= 0:
         return 0
     cutoff = now_ms - int(days * DAY_MS)
-    holding = or_(request_logs.c.input.is_not(None), request_logs.c.result.is_not(None))
+    c = request_logs.c
+    holding = or_(c.input.is_not(None), c.result.is_not(None))
+    oldest = select(c.id, c.created_at_ms).where(holding, c.created_at_ms < cutoff).order_by(c.created_at_ms)
     total = 0
     while True:
         started = time.monotonic()
-        ids = (
-            select(request_logs.c.id)
-            .where(holding, request_logs.c.created_at_ms < cutoff)
-            .order_by(request_logs.c.created_at_ms)
-            .limit(batch_rows)
-            .scalar_subquery()
-        )
         async with engine.begin() as conn:
-            done = (
+            batch = (await conn.execute(oldest.limit(batch_rows))).all()
+            if batch:
+                # The batch's ids and time span, not a subquery: on PostgreSQL's day partitions the update
+                # then reads only the days the batch covers, by key (a subquery made it scan every old day).
                 await conn.execute(
-                    update(request_logs).where(request_logs.c.id.in_(ids)).values(input=None, result=None)
+                    update(request_logs)
+                    .where(
+                        c.id.in_([r.id for r in batch]),
+                        c.created_at_ms >= batch[0].created_at_ms,
+                        c.created_at_ms <= batch[-1].created_at_ms,
+                    )
+                    .values(input=None, result=None)
                 )
-            ).rowcount
-        total += done
-        if done < batch_rows:
+        total += len(batch)
+        if len(batch) < batch_rows:
             return total
         await pause_after(started, pause_seconds)

@@ -1,7 +1,8 @@
 """The retention pruner: one asyncio task per process, one pruning run at a time across processes.
 
-Every `retention.interval_seconds` (with jitter) the process that gets the lock (`lock.pruner_lock`) empties
-old payloads, removes request log rows past their team's window (archiving them first when
+Every `retention.interval_seconds` (with jitter) the process that gets the lock (`lock.pruner_lock`), on
+PostgreSQL, creates the coming days' partitions of `request_logs` and drops the expired ones
+(`partitions.py`), empties old payloads, removes request log rows past their team's window (archiving them first when
 `retention.archive` is on), removes expired finished tasks with their webhook rows, runs every registered
 extra target, and on SQLite hands the freed pages back to the file system (`PRAGMA incremental_vacuum`, in
 steps). Each step works in small batches with pauses, so serving keeps the database between them.
@@ -27,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport import metrics
 from modelport.clock import now_ms as wall_ms
 from modelport.media.files.storage import FileStore
-from modelport.retention import stats
+from modelport.retention import partitions, stats
 from modelport.retention.lock import pruner_lock
 from modelport.retention.logs import LogPruning, prune_logs, prune_payloads
 from modelport.retention.tasks import prune_tasks
@@ -114,12 +115,15 @@ class Pruner:
         started = time.monotonic()
         report = RunReport()
         removed = report.removed
+        # Whole partitions first: their payloads are not emptied row by row just before they go.
+        dropped = await self._partitions(now)
         removed["request_logs.payloads"] = await prune_payloads(
             self.engine, s.log_payloads_days, s.batch_rows, s.batch_pause_seconds, now
         )
         plan = LogPruning(s.request_logs_days, s.batch_rows, s.batch_pause_seconds, self._archive)
         logs = await prune_logs(self.engine, plan, now)
-        removed["request_logs"], report.archive_files = logs.rows, logs.archive_files
+        removed["request_logs"] = dropped.rows + logs.rows
+        report.archive_files = dropped.archive_files + logs.archive_files
         tasks = await prune_tasks(self.engine, s.tasks_days, s.batch_rows, s.batch_pause_seconds, now)
         removed["media_tasks"], removed["webhook_deliveries"], removed["webhook_attempts"] = (
             tasks.tasks,
@@ -137,6 +141,27 @@ class Pruner:
         report.seconds = time.monotonic() - started
         await self._record(report, now)
         return report
+
+    async def _partitions(self, now: int) -> partitions.Dropped:
+        """PostgreSQL: create the coming days' partitions of `request_logs`, drop the days every team's window
+        has passed (whole, not row by row); the rest is left to the batched deletes."""
+        if not await partitions.is_partitioned(self.engine):
+            return partitions.Dropped()
+        today = now // partitions.DAY_MS
+        created = await partitions.ensure_days(self.engine, today, today + partitions.AHEAD_DAYS)
+        dropped = partitions.Dropped()
+        days = await partitions.longest_window_days(self.engine, self.settings.request_logs_days)
+        if days is not None:
+            before = now - int(days * partitions.DAY_MS)
+            dropped = await partitions.drop_expired(self.engine, before, self._archive, self.settings.batch_rows)
+        if created or dropped.partitions:
+            log.info(
+                "retention: request_logs partitions: %d created ahead, %d dropped (%d rows)",
+                created,
+                dropped.partitions,
+                dropped.rows,
+            )
+        return dropped
 
     async def _give_space_back(self) -> None:
         """SQLite: return the free pages to the file system a step at a time (auto_vacuum = INCREMENTAL),

@@ -43,7 +43,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.metrics import WRITE_FLUSH_SECONDS, WRITE_QUEUE_DEPTH
+from modelport.metrics import WRITE_DROPPED, WRITE_FLUSH_SECONDS, WRITE_QUEUE_DEPTH, WRITE_SPILLED
 from modelport.storage.spill import SpillFile
 
 T = TypeVar("T")
@@ -265,16 +265,19 @@ class BatchWriter(Generic[T]):
         """Rows that cannot wait in memory: to the spill file, else dropped."""
         if not self._try_spill(records):
             self.stats.dropped += len(records)
+            WRITE_DROPPED.labels(self._name).inc(len(records))
             self._log.error("%s rows dropped (no room in memory, no spill file): %d", self._name, len(records))
 
     def _try_spill(self, records: list[T]) -> bool:
         if self._spill is None:
             return False
         try:
-            self.stats.spilled += self._spill.append(records)
+            spilled = self._spill.append(records)
         except OSError:
             self._log.exception("cannot write the %s spill file", self._name)
             return False
+        self.stats.spilled += spilled
+        WRITE_SPILLED.labels(self._name).inc(spilled)
         return True
 
     def _spill_memory(self) -> bool:

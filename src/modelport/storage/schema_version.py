@@ -16,8 +16,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 # The head of storage/migrations/versions, and every revision of its history.
-HEAD_REVISION = "0019"
-KNOWN_REVISIONS = frozenset(f"{n:04d}" for n in range(1, 20))
+HEAD_REVISION = "0022"
+KNOWN_REVISIONS = frozenset(f"{n:04d}" for n in range(1, 23))
 
 SchemaState = Literal["current", "behind", "ahead"]
 

@@ -333,8 +333,10 @@ webhook_deliveries = Table(
     "webhook_deliveries",
     metadata,
     Column("id", String(64), primary_key=True),  # the `webhook-id` header, stable across retries
-    Column("task_id", String(64), ForeignKey("media_tasks.id"), nullable=False, index=True),
-    Column("team_id", String(40), ForeignKey("teams.id"), nullable=False),
+    # What the event reports (storage.outbox): task | notification (a team's) | operator (team_id null).
+    Column("source", String(16), nullable=False, default="task", server_default="task"),
+    Column("task_id", String(64), ForeignKey("media_tasks.id"), nullable=True, index=True),
+    Column("team_id", String(40), ForeignKey("teams.id"), nullable=True),
     Column("url", Text, nullable=False),
     Column("event_type", String(32), nullable=False),
     Column("payload", Text, nullable=False),  # the exact JSON body every attempt sends
@@ -343,10 +345,13 @@ webhook_deliveries = Table(
     Column("attempts", Integer, nullable=False, default=0),
     Column("next_attempt_at_ms", BigInteger, nullable=False),
     Column("lease_until_ms", BigInteger, nullable=False, default=0),  # a sender holds the row until then
-    Column("give_up_at_ms", BigInteger, nullable=False),  # when the result expires: no attempt after it
+    # No attempt after it: a task's result expiry; the retry schedule's end for the other sources.
+    Column("give_up_at_ms", BigInteger, nullable=False),
     Column("created_at_ms", BigInteger, nullable=False),
     Column("ended_at_ms", BigInteger, nullable=True),
     Index("ix_webhook_deliveries_status_next", "status", "next_attempt_at_ms"),
+    # A team's notification deliveries, newest first (GET /api/v1/notifications/deliveries), and pruning.
+    Index("ix_webhook_deliveries_source_team_created", "source", "team_id", "created_at_ms"),
 )
 
 webhook_attempts = Table(
@@ -427,4 +432,48 @@ audit_events = Table(
     Column("request_id", String(64), nullable=True),
     Column("client", String(64), nullable=True),
     Index("ix_audit_events_team_id_id", "team_id", "id"),
+)
+
+# A team's notification settings (accounts/notifications.py) and the state that makes each balance event
+# fire once per crossing across processes (billing/notify.py): a flag set by a compare-and-set in the
+# transaction that moves the money (and enqueues the event), cleared when the balance is back above.
+team_notifications = Table(
+    "team_notifications",
+    metadata,
+    Column("team_id", String(40), ForeignKey("teams.id"), primary_key=True),
+    Column("url", Text, nullable=True),  # None: nothing is sent
+    Column("balance_below_micros", BigInteger, nullable=True),
+    Column("key_spend_percent", String(64), nullable=True),  # "80,100"
+    Column("key_expiry_days", Integer, nullable=True),
+    # balance.low sent for the current crossing (armed again when the balance is at or above the threshold).
+    Column("balance_low_sent", Boolean, nullable=False, default=False, server_default=false()),
+    # balance.exhausted sent since the last top-up.
+    Column("exhausted_sent", Boolean, nullable=False, default=False, server_default=false()),
+    Column("updated_at_ms", BigInteger, nullable=False),
+)
+
+# Key events sent (billing/notify.py): the primary key is what sends each once across processes:
+# (key, 'key.spend_threshold', period start, percent) and (key, 'key.expiring', its expiry, 0).
+notification_marks = Table(
+    "notification_marks",
+    metadata,
+    Column("key_id", String(40), ForeignKey("api_keys.id"), nullable=False),
+    Column("event", String(32), nullable=False),
+    Column("period_ms", BigInteger, nullable=False),
+    Column("percent", Integer, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    PrimaryKeyConstraint("key_id", "event", "period_ms", "percent"),
+)
+
+# Operator alerts (alerts/): the last state each alert reported, shared by every process. A change of state
+# is a compare-and-set UPDATE in the transaction that writes its event to the webhook outbox, so two
+# processes seeing the same change send one event (migration 0022).
+operator_alert_state = Table(
+    "operator_alert_state",
+    metadata,
+    # `deployment:<model>#<i>`, `tasks.backlog`, `storage:<host>:<path>`
+    Column("key", String(300), primary_key=True),
+    Column("alerting", Boolean, nullable=False),  # deployment down, backlog over the threshold, storage low
+    Column("changed_at_ms", BigInteger, nullable=False),
+    Column("event_id", String(64), nullable=True),  # the outbox row (`webhook-id`) of the change
 )

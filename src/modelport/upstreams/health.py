@@ -6,6 +6,7 @@ features above the gateway's layer read it through `DEPLOYMENT_HEALTH` without i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,6 +27,21 @@ class DeploymentHealth:
     consecutive_failures: int
     cooling_seconds: float  # 0 when the deployment is in rotation
     recent_errors: tuple[DeploymentError, ...]  # newest first, at most RECENT_ERRORS
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentChange:
+    """A deployment went down (into cooldown after repeated failures) or serves again, in this process."""
+
+    key: str
+    down: bool
+    consecutive_failures: int
+    cooldown_seconds: float  # the cooldown it entered (0 for a recovery)
+    last_error: str | None
+
+
+# Told of every change the process sees, synchronously on the request's path: it must only queue the work.
+HealthListener = Callable[[DeploymentChange], None]
 
 
 class HealthSource(Protocol):

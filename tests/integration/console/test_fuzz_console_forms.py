@@ -52,6 +52,8 @@ TEAM_FORMS: dict[str, list[str]] = {
     "/keys/{key_id}/revoke": [],
     "/webhooks/reveal": [],
     "/webhooks/rotate": [],
+    "/notifications": ["url", "balance_below_usd", "key_spend_percent", "key_expiry_days"],
+    "/notifications/test": [],
 }
 OPERATOR_FORMS: dict[str, list[str]] = {
     "/admin/sign-in": ["admin_token", "next"],

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from modelport.console.team import assets, audit, billing, keys, logs, overview, tasks, usage, webhooks
+from modelport.console.team import (
+    assets,
+    audit,
+    billing,
+    keys,
+    logs,
+    notifications,
+    overview,
+    tasks,
+    usage,
+    webhooks,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     overview.router,
@@ -15,5 +26,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     assets.router,
     billing.router,
     webhooks.router,
+    notifications.router,
     audit.router,
 )

@@ -24,7 +24,7 @@ from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.billing import key_budget
+from modelport.billing import key_budget, notify
 from modelport.billing.key_budget import KeyHold
 from modelport.billing.ledger import freeze_in, settle_in
 from modelport.clock import now_ms
@@ -492,6 +492,13 @@ async def _settle_and_notify(
     )
     if task.key_id is not None and task.key_period_ms is not None:  # after the team's row: the lock order
         await key_budget.settle_in(conn, [(task.key_id, task.key_period_ms, task.frozen_micros, cost)])
+    if cost:  # a charge may cross the team's notification thresholds (billing.notify)
+        keys = (
+            []
+            if task.key_id is None or task.key_period_ms is None
+            else [(task.team_id, task.key_id, task.key_period_ms)]
+        )
+        await notify.after_settlement(conn, [task.team_id], keys)
     await _insert_outbox(conn, task, outbox)
     await notify_in(conn, task.id)
 
@@ -556,6 +563,42 @@ async def unfinished_counts(engine: AsyncEngine) -> dict[str, int]:
         ).all()
     counts = {r[0]: int(r[1]) for r in rows}
     return {status: counts.get(status, 0) for status in UNFINISHED}
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """The queued tasks (waiting for a worker), all teams."""
+
+    queued: int
+    oldest_id: str | None
+    oldest_created_at_ms: int | None
+    older_than_cutoff: int  # queued tasks created before the cutoff asked for (0 without one)
+
+
+async def backlog(engine: AsyncEngine, *, cutoff_ms: int | None = None) -> Backlog:
+    """Counts and the oldest queued task, through `ix_media_tasks_status_created` (its first entry)."""
+    queued = media_tasks.c.status == "queued"
+    async with engine.connect() as conn:
+        oldest = (
+            await conn.execute(
+                select(media_tasks.c.id, media_tasks.c.created_at_ms)
+                .where(queued)
+                .order_by(media_tasks.c.created_at_ms, media_tasks.c.id)
+                .limit(1)
+            )
+        ).first()
+        if oldest is None:
+            return Backlog(0, None, None, 0)
+        count = int(await conn.scalar(select(func.count()).select_from(media_tasks).where(queued)) or 0)
+        older = 0
+        if cutoff_ms is not None and oldest.created_at_ms < cutoff_ms:
+            older = int(
+                await conn.scalar(
+                    select(func.count()).select_from(media_tasks).where(queued, media_tasks.c.created_at_ms < cutoff_ms)
+                )
+                or 0
+            )
+    return Backlog(count, oldest.id, int(oldest.created_at_ms), older)
 
 
 async def needing_a_worker(engine: AsyncEngine, *, queued_before_ms: int, limit: int = 500) -> list[str]:

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport import tracing
 from modelport.accounts.limits import KeyLimits
+from modelport.billing import notify
 from modelport.billing.key_budget import key_hold
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import MediaModel
@@ -263,6 +264,7 @@ class TaskService:
 
         outcome, unfinished = await repo.create(self.engine, task, max_unfinished=limit, on_insert=record)
         if outcome == "insufficient_balance":
+            await notify.balance_exhausted(self.engine, task.team_id)
             raise InsufficientQuota(f"the task costs {display_usd(price)} USD, more than the team's available balance")
         if outcome == "key_budget_exceeded":
             raise InsufficientQuota("the API key's spend limit is reached", code="key_budget_exceeded")

@@ -13,12 +13,14 @@ import time
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.billing import notify
 from modelport.clock import now_ms
 from modelport.media import idempotency
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.webhooks.sender import WebhookSender
-from modelport.metrics import TASKS_UNFINISHED
+from modelport.metrics import TASK_QUEUE_AGE, TASKS_UNFINISHED
+from modelport.metrics import enabled as metrics_enabled
 from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
@@ -31,7 +33,8 @@ PRUNE_KEYS_EVERY_SECONDS = 60.0
 class Reconciler:
     """Periodically: fail (and refund) tasks past their deadline; queue again the queued tasks the queue may
     have lost (in-memory queue after a restart, a crash between commit and enqueue) and the running tasks
-    whose lease ran out (their worker died). Queueing is idempotent, so every process may run this."""
+    whose lease ran out (their worker died). Queueing is idempotent, so every process may run this.
+    It also sends the team notifications of keys about to expire (`billing.notify.expiring_keys`)."""
 
     def __init__(self, engine: AsyncEngine, queue: TaskQueue, executor: TaskExecutor, settings: TasksSettings) -> None:
         self._engine = engine
@@ -39,12 +42,22 @@ class Reconciler:
         self._executor = executor
         self._settings = settings
         self._next_prune = 0.0
+        self._next_expiry_check = 0.0
 
     async def pass_once(self, *, all_queued: bool = False) -> None:
         if time.monotonic() >= self._next_prune:
             # Expired Idempotency-Keys (an expired key already counts as absent; this keeps the table small).
             self._next_prune = time.monotonic() + PRUNE_KEYS_EVERY_SECONDS
             await idempotency.prune_expired(self._engine)
+        if time.monotonic() >= self._next_expiry_check:
+            # Team notifications: keys about to expire (the mark of each makes it once across processes).
+            self._next_expiry_check = time.monotonic() + self._settings.key_expiry_check_seconds
+            try:
+                await notify.expiring_keys(self._engine)
+            except Exception:  # never in the way of the task work below
+                log.exception(
+                    "key expiry notifications failed; next check in %ss", self._settings.key_expiry_check_seconds
+                )
         for task_id in await repo.past_deadline(self._engine):
             await self._executor.fail_past_deadline(task_id)
         cutoff = now_ms() - (0 if all_queued else int(self._settings.requeue_after_seconds * 1000))
@@ -53,6 +66,10 @@ class Reconciler:
             await self._queue.enqueue(ids)
         for status, count in (await repo.unfinished_counts(self._engine)).items():
             TASKS_UNFINISHED.labels(status).set(count)
+        if metrics_enabled():  # one more query, only where something serves /metrics
+            waiting = await repo.backlog(self._engine)
+            oldest = waiting.oldest_created_at_ms
+            TASK_QUEUE_AGE.labels().set(0 if oldest is None else max(0, now_ms() - oldest) / 1000)
 
     async def run(self, stop: asyncio.Event) -> None:
         first = True

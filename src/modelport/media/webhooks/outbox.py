@@ -1,4 +1,7 @@
-"""The webhook outbox: delivery rows (written with the task's terminal state) and their attempts.
+"""The webhook outbox: delivery rows and their attempts.
+
+Rows are written by `enqueue` (storage.outbox, re-exported here) in the transaction of the change they
+report: a task's state, a team notification's crossing (team, no task) or an operator alert (no team).
 
 A sender claims a due row with a compare-and-swap on `lease_until_ms` and records its attempt together with
 the row's next state only while that claim is still its own; a sender that died leaves the claim to run
@@ -12,18 +15,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+import orjson
+from sqlalchemy import insert, or_, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.clock import now_ms
+from modelport.storage.outbox import SOURCES, Source, enqueue, new_delivery_id, schedule_end_ms
 from modelport.storage.tables import webhook_attempts, webhook_deliveries
+
+__all__ = ["SOURCES", "Source", "enqueue", "new_delivery_id", "schedule_end_ms"]  # the write side, for callers
 
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
     id: str
-    task_id: str
-    team_id: str
+    source: str  # task | notification | operator
+    task_id: str | None
+    team_id: str | None  # None: an operator alert
     url: str
     event_type: str
     payload: str
@@ -37,6 +45,7 @@ class Delivery:
 def _delivery(r: Any) -> Delivery:
     return Delivery(
         id=r.id,
+        source=r.source,
         task_id=r.task_id,
         team_id=r.team_id,
         url=r.url,
@@ -50,16 +59,22 @@ def _delivery(r: Any) -> Delivery:
     )
 
 
-async def due(engine: AsyncEngine, *, limit: int, exclude_teams: Sequence[str] = ()) -> list[tuple[str, str]]:
-    """(delivery id, team id) of due rows, oldest first; rows of `exclude_teams` left out."""
+async def due(
+    engine: AsyncEngine, *, limit: int, exclude_teams: Sequence[str | None] = ()
+) -> list[tuple[str, str | None]]:
+    """(delivery id, team id) of due rows, oldest first; rows of `exclude_teams` left out (None in it: the
+    operator's rows, which have no team)."""
     now = now_ms()
     query = select(webhook_deliveries.c.id, webhook_deliveries.c.team_id).where(
         webhook_deliveries.c.status == "pending",
         webhook_deliveries.c.next_attempt_at_ms <= now,
         webhook_deliveries.c.lease_until_ms < now,
     )
-    if exclude_teams:
-        query = query.where(webhook_deliveries.c.team_id.not_in(list(exclude_teams)))
+    teams = [t for t in exclude_teams if t is not None]
+    if None in exclude_teams:
+        query = query.where(webhook_deliveries.c.team_id.is_not(None))
+    if teams:  # NOT IN is never true for a NULL team: the operator's rows are kept explicitly
+        query = query.where(or_(webhook_deliveries.c.team_id.is_(None), webhook_deliveries.c.team_id.not_in(teams)))
     async with engine.connect() as conn:
         rows = (await conn.execute(query.order_by(webhook_deliveries.c.next_attempt_at_ms).limit(limit))).all()
     return [(r.id, r.team_id) for r in rows]
@@ -159,13 +174,41 @@ async def for_task(engine: AsyncEngine, task_id: str) -> list[dict[str, Any]]:
                 .order_by(webhook_deliveries.c.created_at_ms)
             )
         ).all()
-        attempts = (
-            await conn.execute(
-                select(webhook_attempts)
-                .where(webhook_attempts.c.delivery_id.in_([d.id for d in deliveries]))
-                .order_by(webhook_attempts.c.id)
-            )
-        ).all()
+        return await _with_attempts(conn, deliveries)
+
+
+async def for_team(
+    engine: AsyncEngine, team_id: str, source: Source, *, limit: int, before_id: str | None = None
+) -> list[dict[str, Any]]:
+    """A team's deliveries of one source with every attempt, newest first; `before_id` pages back (the
+    deliveries created before that one). Each item also carries its `payload` (the JSON sent)."""
+    d = webhook_deliveries.c
+    query = select(webhook_deliveries).where(d.source == source, d.team_id == team_id)
+    async with engine.connect() as conn:
+        if before_id is not None:
+            anchor = (
+                await conn.execute(
+                    select(d.created_at_ms, d.id).where(d.id == before_id, d.source == source, d.team_id == team_id)
+                )
+            ).first()
+            if anchor is None:
+                return []
+            query = query.where(tuple_(d.created_at_ms, d.id) < tuple_(anchor.created_at_ms, anchor.id))
+        deliveries = (await conn.execute(query.order_by(d.created_at_ms.desc(), d.id.desc()).limit(limit))).all()
+        views = await _with_attempts(conn, deliveries)
+    for view, row in zip(views, deliveries, strict=True):
+        view["payload"] = orjson.loads(row.payload)
+    return views
+
+
+async def _with_attempts(conn: AsyncConnection, deliveries: Sequence[Any]) -> list[dict[str, Any]]:
+    attempts = (
+        await conn.execute(
+            select(webhook_attempts)
+            .where(webhook_attempts.c.delivery_id.in_([d.id for d in deliveries]))
+            .order_by(webhook_attempts.c.id)
+        )
+    ).all()
     by_delivery: dict[str, list[dict[str, Any]]] = {}
     for a in attempts:
         by_delivery.setdefault(a.delivery_id, []).append(

@@ -4,7 +4,12 @@ Rules: only a 2xx answer within `timeout_seconds` counts; a 3xx is a failure (no
 `410 Gone` stops the delivery; `429` and `503` wait at least their `Retry-After` (read leniently, and only
 on those: `net.retry_after`); other failures retry on the schedule (Standard Webhooks': 0, 5 s, 5 min,
 30 min, 2 h, 5 h, 10 h, 10 h) with jitter, and never after the result expires. Every attempt is recorded,
-whatever goes wrong in it. A team has at most `per_team_concurrency` of a process's `concurrency` slots.
+whatever goes wrong in it. A team has at most `per_team_concurrency` of a process's `concurrency` slots
+(the operator's alerts, which have no team, count as one more team).
+
+Every row is signed with Standard Webhooks headers; the keys come from a `SecretLookup`: by default the
+row's team's secret (`team_secret_lookup`); a composition that sends operator alerts passes a lookup that
+answers for rows without a team too.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -28,20 +34,49 @@ from modelport.settings import WebhookSettings
 
 log = logging.getLogger("modelport.webhooks")
 
+# The signing keys of a delivery at a time (ms): the current secret first, then one still valid after a
+# rotation. An exception or an empty list fails the attempt (recorded; the schedule goes on).
+SecretLookup = Callable[[outbox.Delivery, int], Awaitable[list[str]]]
+
+
+class NoSigningSecret(Exception):
+    """No secret signs this delivery (e.g. an operator alert and no operator secret is configured)."""
+
+
+def team_secret_lookup(engine: AsyncEngine, box: SecretBox) -> SecretLookup:
+    """The team's webhook secret (made on first use); rows without a team have none here."""
+
+    async def lookup(delivery: outbox.Delivery, at_ms: int) -> list[str]:
+        if delivery.team_id is None:
+            raise NoSigningSecret("no secret configured for operator alerts")
+        return (await team_secrets.get_or_create(engine, box, delivery.team_id)).signing(at_ms)
+
+    return lookup
+
 
 class WebhookSender:
-    def __init__(self, engine: AsyncEngine, fetcher: SafeFetcher, settings: WebhookSettings, box: SecretBox) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        fetcher: SafeFetcher,
+        settings: WebhookSettings,
+        box: SecretBox,
+        *,
+        secrets: SecretLookup | None = None,
+    ) -> None:
         self._engine = engine
-        self._box = box  # opens the teams' signing secrets, stored encrypted
+        # Opens the teams' signing secrets (stored encrypted) unless the composition passes its own lookup.
+        self._secrets = secrets or team_secret_lookup(engine, box)
         self._fetcher = fetcher
         self._settings = settings
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._inflight: set[asyncio.Task[None]] = set()
-        self._per_team: dict[str, int] = {}  # deliveries in flight per team
+        self._per_team: dict[str | None, int] = {}  # deliveries in flight per team (None: the operator's)
 
     def wake(self) -> None:
-        """A terminal transition in this process wrote an outbox row: look now instead of at the next poll."""
+        """This process wrote an outbox row (a task's transition, a notification): look now, not at the next
+        poll."""
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -110,7 +145,9 @@ class WebhookSender:
         error: str | None = None
         retry_after: float | None = None
         try:
-            keys = (await team_secrets.get_or_create(self._engine, self._box, claimed.team_id)).signing(started)
+            keys = await self._secrets(claimed, started)
+            if not keys:
+                raise NoSigningSecret("no signing secret for this delivery")
             headers = signed_headers(claimed.id, claimed.payload, keys, started)
             answer = await self._fetcher.send(
                 claimed.url, body=claimed.payload.encode(), headers=headers, time_limit=self._settings.timeout_seconds
@@ -120,6 +157,8 @@ class WebhookSender:
                 retry_after = retry_after_seconds(answer.headers.get("Retry-After"))
         except FetchError as exc:
             error = f"{exc.kind}: {exc.detail}"
+        except NoSigningSecret as exc:
+            error = str(exc)
         except Exception as exc:
             # Whatever happened, the attempt is recorded and the schedule moves on: an attempt left
             # unrecorded would go again every time its claim ran out, for as long as the result lives.
