@@ -23,12 +23,12 @@ from modelport.clock import now_ms
 from modelport.core.codec import ProtocolName
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, ServiceError
-from modelport.gateway.accounting import Accounting
 from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.gateway.headers import session_id, svc_user_id
 from modelport.gateway.live_streams import LiveStreams
+from modelport.gateway.metering import Metering
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
@@ -74,13 +74,11 @@ async def read_json_body_raw(request: Request) -> tuple[dict[str, Any], bytes]:
 
 
 class TextGateway:
-    def __init__(
-        self, catalog: CatalogStore, caller: UpstreamCaller, accounting: Accounting, own_media: OwnMedia
-    ) -> None:
+    def __init__(self, catalog: CatalogStore, caller: UpstreamCaller, metering: Metering, own_media: OwnMedia) -> None:
         self.catalog = catalog
         self.own_media = own_media
         self.caller = caller
-        self.accounting = accounting
+        self.metering = metering
         self.live_streams = LiveStreams()
 
     async def resolve_model(self, model_id: str, ctx_auth: Any) -> TextModel:
@@ -111,7 +109,7 @@ class TextGateway:
             ctx.raw_body = raw
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
-            self.accounting.refuse(Refusal(request.state.request_id, auth, endpoint, body, started_ms, exc))
+            self.metering.refuse(Refusal(request.state.request_id, auth, endpoint, body, started_ms, exc))
             raise
         ctx.arrived = arrived
         return await self._run(request, ctx)
@@ -150,9 +148,9 @@ class TextGateway:
     async def _run(self, request: Request, ctx: RequestContext) -> BodyAnswer | StreamAnswer:
         # Cheap refusals first: limits and balance before reading any of our own media from storage.
         if ctx.trace is None:
-            await self.accounting.admit(ctx)
+            await self.metering.admit(ctx)
         else:
-            await _traced_admission(self.accounting, ctx)
+            await _traced_admission(self.metering, ctx)
         outcome = Outcome()
         ending = _Ending(self, ctx, outcome)
         try:
@@ -208,7 +206,7 @@ class TextGateway:
 
 
 class _Ending:
-    """The end of one request, reported to accounting exactly once whichever way it ends."""
+    """The end of one request, reported to metering exactly once whichever way it ends."""
 
     __slots__ = ("_ctx", "_done", "_gateway", "_outcome", "stream")
 
@@ -227,22 +225,22 @@ class _Ending:
             self._gateway.live_streams.discard(self.stream)
         record_call(self._ctx, self._outcome)
         if self._ctx.trace is None:
-            self._gateway.accounting.finish(self._ctx, self._outcome)
+            self._gateway.metering.finish(self._ctx, self._outcome)
         else:
-            _traced_settlement(self._gateway.accounting, self._ctx, self._outcome)
+            _traced_settlement(self._gateway.metering, self._ctx, self._outcome)
 
 
-async def _traced_admission(accounting: Accounting, ctx: RequestContext) -> None:
+async def _traced_admission(metering: Metering, ctx: RequestContext) -> None:
     span = tracing.start("admission", {"modelport.model": ctx.model.id}, parent=ctx.trace)
     try:
-        await accounting.admit(ctx)
+        await metering.admit(ctx)
     except ServiceError as exc:
         tracing.end(span, {"http.response.status_code": exc.status}, error=exc.text_message)
         raise
     tracing.end(span, {"modelport.held_usd": ctx.held_micros / 1_000_000})
 
 
-def _traced_settlement(accounting: Accounting, ctx: RequestContext, outcome: Outcome) -> None:
+def _traced_settlement(metering: Metering, ctx: RequestContext, outcome: Outcome) -> None:
     """The end of the upstream span (the answer is over), then settlement: cost, charge, log row (queued)."""
     usage = outcome.usage
     tracing.end(
@@ -255,7 +253,7 @@ def _traced_settlement(accounting: Accounting, ctx: RequestContext, outcome: Out
         error=outcome.error if outcome.status == "error" else None,
     )
     span = tracing.start("settlement", parent=ctx.trace)
-    accounting.finish(ctx, outcome)
+    metering.finish(ctx, outcome)
     cost = ctx.extra_response_headers.get("X-Modelport-Cost", "0")
     tracing.end(span, {"modelport.cost_usd": float(cost), "modelport.outcome": outcome.status})
 
