@@ -33,7 +33,7 @@ from modelport.media.tasks.models import (
     RenderedFile,
     RenderStopped,
     TaskModel,
-    load_runner,
+    load_task_model,
     run_controlled,
 )
 from modelport.media.tasks.pricing import price_micros
@@ -234,7 +234,7 @@ class TaskExecutor:
             outputs = await self._upstream_outputs(model, task, lost, control)
             default_units = upstream_units(model, task.input)
         else:
-            task_model = await load_runner(model.runner) if model is not None else None
+            task_model = await load_task_model(model.runner) if model is not None else None
             if model is None or task_model is None:
                 raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
             outputs = await self._render(task_model, task, lost, control)

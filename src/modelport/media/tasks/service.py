@@ -32,7 +32,7 @@ from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.inputs import check_input_url
 from modelport.media.tasks.live import TaskChanges
-from modelport.media.tasks.models import load_runner
+from modelport.media.tasks.models import load_task_model
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import ListFilter, OutboxRow, TaskRow
 from modelport.media.tasks.upstream import runner as upstream
@@ -152,7 +152,7 @@ class TaskService:
             if (
                 model.slug == slug
                 and model.active
-                and (model.upstream is not None or (await load_runner(model.runner)) is not None)
+                and (model.upstream is not None or (await load_task_model(model.runner)) is not None)
             ):
                 return model
         raise NotFound(f"model {slug!r} does not exist")
@@ -225,7 +225,7 @@ class TaskService:
             await upstream.check_inputs(self.engine, self.fetcher, team_id, model.upstream, params)
             units = upstream.units(model, params)
         else:
-            task_model = await load_runner(model.runner)
+            task_model = await load_task_model(model.runner)
             assert task_model is not None
             for field in task_model.url_fields:
                 if field in params:
