@@ -113,6 +113,7 @@ async def test_3xx_is_a_failure_and_not_followed(engine: AsyncEngine) -> None:
         row = await deliver_due(s, engine, event_id)
         assert row.status == "pending" and row.attempts == 1
         assert [r.headers.get("webhook-id") for r in receiver.received] == [event_id]  # /elsewhere never asked
+        assert row.task_id is not None  # a task webhook (the outbox also carries team and operator events)
         (log,) = await outbox.for_task(engine, row.task_id)
         assert log["attempts"][0]["status_code"] == 302 and "redirects are not followed" in log["attempts"][0]["error"]
 
@@ -134,6 +135,7 @@ async def test_429_retry_after_is_honoured_then_schedule_runs_out(engine: AsyncE
         before = now_ms()
         row = await deliver_due(s, engine, event_id)
         assert row.status == "pending" and row.next_attempt_at_ms >= before + 30_000
+        assert row.task_id is not None  # a task webhook (the outbox also carries team and operator events)
         (log,) = await outbox.for_task(engine, row.task_id)
         assert log["attempts"][0]["outcome"] == "rate_limited"
 
@@ -158,6 +160,7 @@ async def test_slow_receiver_times_out(engine: AsyncEngine) -> None:
         _, event_id = await failed_task_with_webhook(engine, receiver.url())
         row = await deliver_due(sender(engine, receiver, timeout_seconds=0.5), engine, event_id)
         assert row.status == "pending"
+        assert row.task_id is not None  # a task webhook (the outbox also carries team and operator events)
         (log,) = await outbox.for_task(engine, row.task_id)
         assert log["attempts"][0]["status_code"] is None and "too_slow" in log["attempts"][0]["error"]
 

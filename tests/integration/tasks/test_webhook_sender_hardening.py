@@ -49,6 +49,7 @@ async def test_odd_retry_after_never_stops_an_attempt_being_recorded(engine: Asy
         row = await deliver_due(sender(engine, receiver), engine, event_id)
         assert row.attempts == 1 and row.lease_until_ms == 0  # recorded, claim given back
         assert row.status == ("delivered" if status == 200 else "pending")
+        assert row.task_id is not None  # a task webhook (the outbox also carries team and operator events)
         (log,) = await outbox.for_task(engine, row.task_id)
         assert log["attempts"][0]["status_code"] == status
 
@@ -75,6 +76,7 @@ async def test_an_unexpected_error_in_an_attempt_is_recorded(engine: AsyncEngine
         s._fetcher.send = broken  # type: ignore[method-assign,assignment]
         row = await deliver_due(s, engine, event_id)
         assert row.status == "pending" and row.attempts == 1 and row.lease_until_ms == 0
+        assert row.task_id is not None  # a task webhook (the outbox also carries team and operator events)
         (log,) = await outbox.for_task(engine, row.task_id)
         assert "internal error: UnicodeEncodeError" in log["attempts"][0]["error"]
 
