@@ -18,5 +18,8 @@ echo "==> mypy (strict): src, tests, bench"
 .venv/bin/mypy
 .venv/bin/mypy --strict --explicit-package-bases tests
 MYPYPATH=bench .venv/bin/mypy --strict bench/*.py
-echo "==> pytest"
-.venv/bin/python -m pytest "$@"
+echo "==> pytest (with a coverage report; the floor is fail_under in pyproject.toml [tool.coverage.report])"
+# The floor holds for the whole suite; a run given arguments (a subset) reports coverage without it.
+floor=()
+if [ "$#" -gt 0 ]; then floor=(--cov-fail-under=0); fi
+.venv/bin/python -m pytest --cov --cov-report=term-missing:skip-covered "${floor[@]}" "$@"
