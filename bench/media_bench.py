@@ -112,9 +112,9 @@ def _load(runner_name: str, queue: Any) -> None:
 
 
 def _run(runner_name: str, params: dict[str, Any], repeat: int, queue: Any) -> None:
-    from modelport.media.tasks.models import runner
+    from modelport.media.tasks.models import task_model
 
-    model = runner(runner_name)
+    model = task_model(runner_name)
     assert model is not None
     inputs = (
         {"image_url": _photo()} if "image_url" in params else {"video_url": _clip()} if "video_url" in params else {}

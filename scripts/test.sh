@@ -24,5 +24,8 @@ echo "==> instruction-count guard: modelport / bare proxy per request (bench/ins
 # Interim tolerance: modelport's count still varies by 17-58 % between runs (bench/README.md, the guard's
 # spread); back to the default 10 % once that variance is removed.
 .venv/bin/python bench/instr_guard.py --tolerance 0.6
-echo "==> pytest"
-.venv/bin/python -m pytest "$@"
+echo "==> pytest (with a coverage report; the floor is fail_under in pyproject.toml [tool.coverage.report])"
+# The floor holds for the whole suite; a run given arguments (a subset) reports coverage without it.
+floor=()
+if [ "$#" -gt 0 ]; then floor=(--cov-fail-under=0); fi
+.venv/bin/python -m pytest --cov --cov-report=term-missing:skip-covered "${floor[@]}" "$@"

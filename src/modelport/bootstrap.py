@@ -1,4 +1,4 @@
-"""Start-up work done once, before any worker process starts: schema, catalog import, demo team."""
+"""Start-up work done once, before any serving process starts: schema, catalog import, demo team."""
 
 from __future__ import annotations
 

@@ -89,7 +89,9 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Processes per host.")
+@click.option(
+    "--workers", "processes", type=click.IntRange(1, 64), default=1, show_default=True, help="Processes per host."
+)
 @click.option("--host", default=None, help="Interface to listen on (default 127.0.0.1).")
 @click.option("--media-port", type=int, default=None, help="Media host port (default 8080).")
 @click.option("--text-port", type=int, default=None, help="Text gateway port (default 8081).")
@@ -99,7 +101,7 @@ def main() -> None:
     is_flag=True,
     help="Run no media task workers in this process (leave the work to `modelport worker` processes).",
 )
-def serve(workers: int, host: str | None, media_port: int | None, text_port: int | None, no_workers: bool) -> None:
+def serve(processes: int, host: str | None, media_port: int | None, text_port: int | None, no_workers: bool) -> None:
     """Run the media host and the text gateway."""
     from modelport import launch
     from modelport.logs import configure_logging
@@ -110,8 +112,8 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     configure_logging(settings.log_level, json_lines=settings.log_json)
     data_dir_warning = secure_data_dir(settings)
     migration = start_sqlite_migration(settings)
-    if workers == 1:
-        from modelport import server  # with several workers the CLI execs the supervisor: it never needs it
+    if processes == 1:
+        from modelport import server  # with several serving processes the CLI execs the supervisor: it never needs it
 
         server.import_apps()  # needed anyway; on a first start, while the child migrates on the other core
     if migration is not None:
@@ -122,11 +124,11 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
     demo = _run_db(settings, lambda engine: prepare(engine, settings), migrate_sqlite=False)
     media_sock = launch.bind_socket(settings.host, settings.media_port)
     text_sock = launch.bind_socket(settings.host, settings.text_port)
-    # With port 0 the OS picked the ports: the workers (and the public media URL default) need the real ones.
+    # With port 0 the OS picked the ports: the serving processes (and the public media URL default) need the real ones.
     settings = settings.model_copy(
         update={"media_port": media_sock.getsockname()[1], "text_port": text_sock.getsockname()[1]}
     )
-    metrics = launch.start_metrics(settings, workers)
+    metrics = launch.start_metrics(settings, processes)
     media_url = f"http://{settings.host}:{settings.media_port}"
     text_url = f"http://{settings.host}:{settings.text_port}"
     lines = [
@@ -153,7 +155,7 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
         )
     if settings.net.ca_bundle is not None:
         lines.append(f"user URL fetches also trust the CA file {settings.net.ca_bundle} (MODELPORT_NET__CA_BUNDLE)")
-    if workers > 1 and not settings.redis_url:
+    if processes > 1 and not settings.redis_url:
         lines.append("warning: --workers > 1 without MODELPORT_REDIS_URL: rate limits are counted per process")
     lines.append(_local_model_line(settings))
     if demo is not None and demo.new_key:
@@ -165,10 +167,10 @@ def serve(workers: int, host: str | None, media_port: int | None, text_port: int
         )
     click.echo("\n".join(lines), err=False)
     sys.stdout.flush()
-    launch.raise_open_file_limit()  # inherited across the exec and by every worker
-    if workers > 1:
-        launch.exec_supervisor(settings, media_sock, text_sock, workers, metrics)  # does not return
-    server.worker_main(settings, media_sock, text_sock)  # imported above: workers == 1
+    launch.raise_open_file_limit()  # inherited across the exec and by every serving process
+    if processes > 1:
+        launch.exec_supervisor(settings, media_sock, text_sock, processes, metrics)  # does not return
+    server.serving_main(settings, media_sock, text_sock)  # imported above: processes == 1
 
 
 def _local_model_line(settings: Settings) -> str:

@@ -2,7 +2,7 @@
 `/metrics` socket, raise the open-file limit, and with `--workers N` exec the supervisor.
 
 Kept apart from `server.py` so that a CLI about to exec never imports uvicorn, FastAPI or the apps: the
-supervisor's workers import them in their own interpreters.
+supervisor's serving processes import them in their own interpreters.
 """
 
 from __future__ import annotations
@@ -49,20 +49,20 @@ def raise_open_file_limit() -> int:
 @dataclass(frozen=True)
 class MetricsEndpoint:
     url: str
-    directory: Path | None  # the multiprocess directory, when the workers are separate processes
+    directory: Path | None  # the multiprocess directory, when there are several serving processes
     sock: socket.socket | None = None  # bound for the supervisor, which serves it after the exec
 
 
-def start_metrics(settings: Settings, workers: int) -> MetricsEndpoint | None:
-    """`/metrics` on its own port, before any worker starts. With one process it is served from here; with
+def start_metrics(settings: Settings, processes: int) -> MetricsEndpoint | None:
+    """`/metrics` on its own port, before any serving process starts. With one process it is served from here; with
     several, the socket is only bound (its port goes in the banner) and the supervisor serves it."""
     if settings.metrics_port is None:
         return None
-    multi = workers > 1 or metrics.MULTIPROC_ENV in os.environ
+    multi = processes > 1 or metrics.MULTIPROC_ENV in os.environ
     directory = metrics.prepare_multiprocess_dir() if multi else None
     host = settings.metrics_host or settings.host
     sock = None
-    if workers > 1:
+    if processes > 1:
         sock = bind_socket(host, settings.metrics_port)
         port = sock.getsockname()[1]
     else:
@@ -71,7 +71,7 @@ def start_metrics(settings: Settings, workers: int) -> MetricsEndpoint | None:
     return MetricsEndpoint(f"http://{shown}:{port}/metrics", directory, sock)
 
 
-def worker_argv(media_sock: socket.socket, text_sock: socket.socket) -> list[str]:
+def serving_argv(media_sock: socket.socket, text_sock: socket.socket) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -84,12 +84,12 @@ def exec_supervisor(
     settings: Settings,
     media_sock: socket.socket,
     text_sock: socket.socket,
-    workers: int,
+    processes: int,
     metrics_endpoint: MetricsEndpoint | None,
 ) -> NoReturn:
     """Replace this process (same PID, sockets kept open) with the lean `modelport.supervisor`.
 
-    The workers load the settings from the environment, so what the command line overrode is put there:
+    The serving processes load the settings from the environment, so what the command line overrode is put there:
     the interface and the bound ports (port 0 picked real ones), and `--no-workers`."""
     os.environ["MODELPORT_HOST"] = settings.host
     os.environ["MODELPORT_MEDIA_PORT"] = str(settings.media_port)
@@ -97,13 +97,13 @@ def exec_supervisor(
     if not settings.tasks.run_workers:
         os.environ["MODELPORT_TASKS__RUN_WORKERS"] = "false"
     _keep_import_path()
-    argv = [sys.executable, "-m", "modelport.supervisor", "--workers", str(workers)]
+    argv = [sys.executable, "-m", "modelport.supervisor", "--workers", str(processes)]
     argv += ["--socket-fd", str(media_sock.fileno()), "--socket-fd", str(text_sock.fileno())]
     if metrics_endpoint is not None and metrics_endpoint.sock is not None and metrics_endpoint.directory is not None:
         argv += ["--metrics-fd", str(metrics_endpoint.sock.fileno()), "--metrics-dir", str(metrics_endpoint.directory)]
     argv += ["--log-level", settings.log_level]
     argv += ["--log-json", "auto" if settings.log_json is None else str(settings.log_json).lower()]
-    argv += ["--", *worker_argv(media_sock, text_sock)]
+    argv += ["--", *serving_argv(media_sock, text_sock)]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, argv)

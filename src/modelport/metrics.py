@@ -1,9 +1,9 @@
 """Prometheus metrics: what is recorded, and how `serve` exposes it (`MODELPORT_METRICS_PORT`, default off).
 
-With several worker processes prometheus-client runs in its multiprocess mode: each worker writes its
-values to memory-mapped files in one directory (PROMETHEUS_MULTIPROC_DIR, set by the supervisor before it
-starts the workers, wiped first) and the supervisor's `/metrics` reads them all. Every gauge names its
-multiprocess mode; a dead worker's live-gauge files are swept (`mark_process_dead`), its counters stay.
+With several serving processes prometheus-client runs in its multiprocess mode: each one writes its
+values to memory-mapped files in one directory (PROMETHEUS_MULTIPROC_DIR, set by the CLI before the
+supervisor starts them, wiped first) and the supervisor's `/metrics` reads them all. Every gauge names its
+multiprocess mode; a dead process's live-gauge files are swept (`mark_process_dead`), its counters stay.
 
 Labels are bounded: host and route template (never the raw path), HTTP status, and the catalog's provider,
 model and deployment. Nothing per team or per key: those belong in the usage rollups.
@@ -291,7 +291,7 @@ def deployment_labels(candidate_key: str) -> tuple[str, str, str]:
 
 
 def prepare_multiprocess_dir() -> Path:
-    """Before the workers start: the directory they write to, empty, announced in the environment."""
+    """Before the serving processes start: the directory they write to, empty, announced in the environment."""
     configured = os.environ.get(MULTIPROC_ENV)
     if configured:
         path = Path(configured)
@@ -300,11 +300,11 @@ def prepare_multiprocess_dir() -> Path:
         path.mkdir(parents=True)
     else:
         path = Path(tempfile.mkdtemp(prefix="modelport-metrics-"))
-    os.environ[MULTIPROC_ENV] = str(path)  # inherited by the spawned workers
+    os.environ[MULTIPROC_ENV] = str(path)  # inherited by the spawned serving processes
     return path
 
 
-def worker_died(pid: int, path: Path) -> None:
+def serving_process_died(pid: int, path: Path) -> None:
     multiprocess.mark_process_dead(pid, str(path))  # type: ignore[no-untyped-call]
 
 

@@ -1,8 +1,8 @@
 """A serving process of `modelport serve`: both hosts, each on its own port, in one event loop.
 
 The CLI runs the one-off start-up work and binds both listening sockets (`launch.py`), then either serves
-in-process (one worker: `worker_main` here) or execs the lean `modelport.supervisor`, which starts N worker
-processes (`modelport.serving`) that share the sockets (the kernel spreads connections). Every worker runs
+in-process (one process: `serving_main` here) or execs the lean `modelport.supervisor`, which starts N serving
+processes (`modelport.serving`) that share the sockets (the kernel spreads connections). Every one runs
 both apps in one event loop over one shared service container. SIGTERM/SIGINT stop accepting, finish
 in-flight requests, then close the services (which drains pending log and ledger writes).
 """
@@ -86,7 +86,7 @@ def import_apps() -> None:
 
 
 async def serve_both(settings: Settings, media_sock: socket.socket, text_sock: socket.socket) -> None:
-    # The apps are imported here, in the serving process: the supervisor of several workers never needs them.
+    # The apps are imported here, in the serving process: the supervisor of several serving processes never needs them.
     from modelport.apps.assemble import build_services
     from modelport.apps.media import create_media_app
     from modelport.apps.text import create_text_app
@@ -106,7 +106,7 @@ async def serve_both(settings: Settings, media_sock: socket.socket, text_sock: s
     # A request allocates a few thousand short-lived objects; with the default 700-object youngest
     # generation, survivors of half-finished requests were promoted and rescanned by the older
     # generations' collections. A larger youngest generation lets them die young: 10-15% less CPU per
-    # stream in bench/gateway_bench.py (docs/architecture.md, Performance).
+    # stream in bench/gateway_bench.py (docs/architecture/performance.md).
     gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 50)
 
     grace = settings.server.graceful_shutdown_seconds
@@ -138,7 +138,7 @@ async def serve_both(settings: Settings, media_sock: socket.socket, text_sock: s
     await asyncio.gather(media.serve([media_sock]), text.serve([text_sock]))
 
 
-def worker_main(settings: Settings, media_sock: socket.socket, text_sock: socket.socket) -> None:
+def serving_main(settings: Settings, media_sock: socket.socket, text_sock: socket.socket) -> None:
     configure_logging(settings.log_level, json_lines=settings.log_json)
     import uvloop
 

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     for sock in (media_sock, text_sock):
         sock.set_inheritable(False)  # not passed on to what this process starts (media task children)
     launch.raise_open_file_limit()
-    server.worker_main(settings, media_sock, text_sock)
+    server.serving_main(settings, media_sock, text_sock)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,11 @@
 the banner, then execs `python -m modelport.supervisor` in the same process (same PID, the listening
 sockets inherited). The CLI's modules (pydantic, SQLAlchemy, Alembic, click: ~98 MiB) are gone with the old
 image, and this module uses the standard library only (~13 MiB; prometheus-client adds ~11 MiB when
-`/metrics` is on). Each worker is `python -m modelport.serving` with the sockets' descriptors on its command
+`/metrics` is on). Each serving process is `python -m modelport.serving` with the sockets' descriptors on its command
 line; it loads the settings itself from the same environment.
 
-The supervisor restarts a worker that dies (sweeping its live gauges from the metrics directory), and
-forwards SIGTERM/SIGINT to the workers, which drain and exit; then it exits too.
+The supervisor restarts a serving process that dies (sweeping its live gauges from the metrics directory), and
+forwards SIGTERM/SIGINT to the serving processes, which drain and exit; then it exits too.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from modelport.logs import configure_logging
 
 log = logging.getLogger("modelport.server")
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
-# A worker dying sooner than this after its start is restarted only after this long, so a worker that
+# A serving process dying sooner than this after its start is restarted only after this long, so one that
 # cannot start (a database gone, a broken setting) is retried once a second rather than in a tight loop.
 RESTART_PAUSE = 1.0
 
 
 class Supervisor:
-    def __init__(self, worker_argv: list[str], workers: int, sockets: list[socket.socket], metrics_dir: Path | None):
-        self._argv = worker_argv
-        self._workers = workers
+    def __init__(self, serving_argv: list[str], processes: int, sockets: list[socket.socket], metrics_dir: Path | None):
+        self._argv = serving_argv
+        self._processes = processes
         self._sockets = sockets
         self._metrics_dir = metrics_dir
         self._children: dict[int, float] = {}  # pid: start time
@@ -43,7 +43,7 @@ class Supervisor:
         self._failed: list[int] = []
 
     def _spawn(self) -> None:
-        # Signals are blocked while a worker starts, so one arriving now is forwarded to it too; the child
+        # Signals are blocked while a serving process starts, so one arriving now is forwarded to it too; the child
         # starts with an empty signal mask (setsigmask) and default handlers.
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
@@ -57,7 +57,7 @@ class Supervisor:
         for pid in self._children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-        # Our copies of the listening sockets: once the workers close theirs after draining, new
+        # Our copies of the listening sockets: once the serving processes close theirs after draining, new
         # connections are refused at once instead of waiting in a backlog nobody accepts from.
         for sock in self._sockets:
             sock.close()
@@ -65,7 +65,7 @@ class Supervisor:
     def run(self) -> int:
         for sig in _SIGNALS:
             signal.signal(sig, self._forward)
-        for _ in range(self._workers):
+        for _ in range(self._processes):
             self._spawn()
         while self._children:
             try:
@@ -81,17 +81,17 @@ class Supervisor:
                 if code != 0:
                     self._failed.append(code)
                 continue
-            log.error("worker %s exited with %s; starting a new one", pid, code)
+            log.error("serving process %s exited with %s; starting a new one", pid, code)
             if time.monotonic() - started < RESTART_PAUSE:
                 time.sleep(RESTART_PAUSE)
             if not self._stopping:
                 self._spawn()
         if self._failed:
-            log.error("worker processes exited with %s", self._failed)
+            log.error("serving processes exited with %s", self._failed)
         return 0
 
     def _sweep(self, pid: int) -> None:
-        """A dead worker's live gauges leave the sums (its counters stay: totals never go down)."""
+        """A dead serving process's live gauges leave the sums (its counters stay: totals never go down)."""
         if self._metrics_dir is not None:
             from prometheus_client import multiprocess
 
@@ -99,7 +99,7 @@ class Supervisor:
 
 
 def serve_metrics(sock: socket.socket, directory: Path) -> None:
-    """`/metrics` on the socket the CLI bound (its port is in the banner), summed over the workers' files.
+    """`/metrics` on the socket the CLI bound (its port is in the banner), summed over the serving processes' files.
     Its modules (http.server with email, prometheus-client) are imported only when metrics are on."""
     import http.server
     import threading
@@ -134,21 +134,21 @@ def _adopt(fd: int) -> socket.socket:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m modelport.supervisor")
-    parser.add_argument("--workers", type=int, required=True)
-    parser.add_argument("--socket-fd", type=int, action="append", default=[], help="inherited by the workers")
+    parser.add_argument("--workers", dest="processes", type=int, required=True)  # serving processes
+    parser.add_argument("--socket-fd", type=int, action="append", default=[], help="inherited by the serving processes")
     parser.add_argument("--metrics-fd", type=int, default=None)
     parser.add_argument("--metrics-dir", type=Path, default=None)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--log-json", choices=("auto", "true", "false"), default="auto")
-    parser.add_argument("worker", nargs="+", help="the worker's command line (after --)")
+    parser.add_argument("serving", nargs="+", help="a serving process's command line (after --)")
     args = parser.parse_args(argv)
     configure_logging(args.log_level, json_lines=None if args.log_json == "auto" else args.log_json == "true")
     if args.metrics_fd is not None and args.metrics_dir is not None:
         metrics_sock = _adopt(args.metrics_fd)
-        metrics_sock.set_inheritable(False)  # the workers must not hold the metrics port open
+        metrics_sock.set_inheritable(False)  # the serving processes must not hold the metrics port open
         serve_metrics(metrics_sock, args.metrics_dir)
     sockets = [_adopt(fd) for fd in args.socket_fd]
-    sys.exit(Supervisor(args.worker, args.workers, sockets, args.metrics_dir).run())
+    sys.exit(Supervisor(args.serving, args.processes, sockets, args.metrics_dir).run())
 
 
 if __name__ == "__main__":

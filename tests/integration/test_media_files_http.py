@@ -22,7 +22,7 @@ from modelport.media.files.service import FILES
 from modelport.media.files.signing import derive_key, sign
 from modelport.services import Services
 from modelport.settings import load_settings
-from tests.unit.files import samples
+from tests.unit.media.files import samples
 
 PUBLIC = "http://media.test"
 LIMIT = 64 * 1024

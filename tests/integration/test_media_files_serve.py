@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.support.server import RunningServer, run_server
-from tests.unit.files import samples
+from tests.unit.media.files import samples
 
 LIMIT = 1024 * 1024
 

@@ -22,7 +22,7 @@ from modelport.media.files.service import FilesService
 from modelport.media.files.storage.local import LocalFileStore
 from modelport.settings import FilesSettings
 from modelport.storage.tables import media_files
-from tests.unit.files import samples
+from tests.unit.media.files import samples
 
 BASE = "https://media.example.test"
 T0 = 1_800_000_000_000

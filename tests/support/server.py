@@ -104,6 +104,8 @@ def run_server(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        if process.stdout is not None:
+            process.stdout.close()  # else a ResourceWarning when the GC finds it
 
 
 def _read_banner(process: subprocess.Popen[str], env: dict[str, str], timeout: float) -> RunningServer:

@@ -1,4 +1,4 @@
-"""The gateway's `Accounting`: rate limits, concurrency, balance holds, settlement and the request log.
+"""The gateway's metering: rate limits, concurrency, balance holds, settlement and the request log.
 
 Admission (on the hot path, in this order, cheapest refusal first):
 1. inference RPM of the team's tier → 429 `rate_limit_exceeded` with `X-RateLimit-*` and `Retry-After`;

@@ -24,12 +24,12 @@ from modelport.clock import now_ms
 from modelport.core.codec import ProtocolCodec
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, ServiceError
-from modelport.gateway.accounting import Accounting
 from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import CLIENT_GONE, Outcome, Refusal, Relayed, RequestContext, Timings
 from modelport.gateway.headers import SVC_HEADERS, pick_headers, session_id, svc_user_id
 from modelport.gateway.live_streams import LiveStreams
+from modelport.gateway.metering import Metering
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
@@ -78,13 +78,11 @@ async def read_json_body_raw(request: Request) -> tuple[dict[str, Any], bytes]:
 
 
 class TextGateway:
-    def __init__(
-        self, catalog: CatalogStore, caller: UpstreamCaller, accounting: Accounting, own_media: OwnMedia
-    ) -> None:
+    def __init__(self, catalog: CatalogStore, caller: UpstreamCaller, metering: Metering, own_media: OwnMedia) -> None:
         self.catalog = catalog
         self.own_media = own_media
         self.caller = caller
-        self.accounting = accounting
+        self.metering = metering
         self.live_streams = LiveStreams()
 
     async def resolve_model(self, model_id: str, ctx_auth: Any) -> TextModel:
@@ -115,7 +113,7 @@ class TextGateway:
             ctx.raw_body = raw
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
-            self.accounting.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))
+            self.metering.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))
             raise
         return await self._run(request, ctx, timings)
 
@@ -151,9 +149,9 @@ class TextGateway:
     async def _run(self, request: Request, ctx: RequestContext, timings: Timings) -> BodyAnswer | StreamAnswer:
         # Cheap refusals first: limits and balance before reading any of our own media from storage.
         if ctx.trace is None:
-            await self.accounting.admit(ctx)
+            await self.metering.admit(ctx)
         else:
-            await _traced_admission(self.accounting, ctx)
+            await _traced_admission(self.metering, ctx)
         opened: list[OpenCall] = []  # the answered call, known even if the client leaves while it is read
         try:
             ctx.rewritten = await self.own_media.inline(ctx.canonical)
@@ -217,9 +215,9 @@ class TextGateway:
         )
         record_call(ctx, outcome, timings)
         if ctx.trace is None:
-            self.accounting.finish(ctx, outcome)
+            self.metering.finish(ctx, outcome)
         else:
-            _traced_settlement(self.accounting, ctx, call.span if call is not None else None, outcome)
+            _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
 
 
 def _failed(message: str, http_status: int) -> Outcome:
@@ -245,17 +243,17 @@ def _relayed(relayed: Relayed) -> Outcome:
     )
 
 
-async def _traced_admission(accounting: Accounting, ctx: RequestContext) -> None:
+async def _traced_admission(metering: Metering, ctx: RequestContext) -> None:
     span = tracing.start("admission", {"modelport.model": ctx.model.id}, parent=ctx.trace)
     try:
-        await accounting.admit(ctx)
+        await metering.admit(ctx)
     except ServiceError as exc:
         tracing.end(span, {"http.response.status_code": exc.status}, error=exc.text_message)
         raise
     tracing.end(span, {"modelport.held_usd": ctx.held_micros / 1_000_000})
 
 
-def _traced_settlement(accounting: Accounting, ctx: RequestContext, upstream_span: Any, outcome: Outcome) -> None:
+def _traced_settlement(metering: Metering, ctx: RequestContext, upstream_span: Any, outcome: Outcome) -> None:
     """The end of the upstream span (the answer is over), then settlement: cost, charge, log row (queued)."""
     usage = outcome.usage
     tracing.end(
@@ -268,7 +266,7 @@ def _traced_settlement(accounting: Accounting, ctx: RequestContext, upstream_spa
         error=outcome.error if outcome.status == RequestStatus.ERROR else None,
     )
     span = tracing.start("settlement", parent=ctx.trace)
-    accounting.finish(ctx, outcome)
+    metering.finish(ctx, outcome)
     cost = ctx.extra_response_headers.get("X-Modelport-Cost", "0")
     tracing.end(span, {"modelport.cost_usd": float(cost), "modelport.outcome": outcome.status})
 

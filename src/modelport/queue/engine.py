@@ -105,7 +105,7 @@ class TaskQueue:
         consumer.shutdown.clear()
 
         waiter = asyncio.create_task(stop.wait())
-        runner = asyncio.create_task(
+        consuming = asyncio.create_task(
             consumer.run(
                 dequeue_timeout=timedelta(seconds=5),
                 batch_size=1,
@@ -114,14 +114,14 @@ class TaskQueue:
             )
         )
         try:
-            await asyncio.wait({waiter, runner}, return_when=asyncio.FIRST_COMPLETED)
-            if runner.done():
-                runner.result()  # a consumer that died on its own is an error worth raising
+            await asyncio.wait({waiter, consuming}, return_when=asyncio.FIRST_COMPLETED)
+            if consuming.done():
+                consuming.result()  # a consumer that died on its own is an error worth raising
         finally:
             consumer.shutdown.set()
             waiter.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(runner, timeout=10)
+                await asyncio.wait_for(consuming, timeout=10)
             if self._consumer_conn is not None:
                 with contextlib.suppress(Exception):
                     await self._consumer_conn.close()

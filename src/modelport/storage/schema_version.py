@@ -2,7 +2,7 @@
 
 Alembic (with Mako and Pygments: ~11 MiB and ~0.25 s to import) is needed only to migrate; a serving
 process asks the question at every start and on every `/readyz`, so the answer reads `alembic_version`
-against the constants below. `tests/unit/architecture/test_schema_version.py` checks that they equal what
+against the constants below. `tests/unit/storage/test_schema_version.py` checks that they equal what
 Alembic computes from the scripts: a new migration fails that test until they are updated.
 """
 

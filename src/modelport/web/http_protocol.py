@@ -12,7 +12,7 @@
   busy, the request is answered 503 and the connection closed.
 
 uvicorn exposes no such settings for httptools (only h11's incomplete-event size), so the limits live in
-this subclass of its protocol; see docs/architecture.md.
+this subclass of its protocol; see docs/architecture/limits.md.
 """
 
 from __future__ import annotations

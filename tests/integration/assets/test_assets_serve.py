@@ -13,7 +13,7 @@ from tests.integration.assets.helpers import Assets, asset_server, make_team
 from tests.support import media_make as media
 from tests.support.https_origin import HttpsOrigin
 from tests.support.server import RunningServer
-from tests.unit.assets.test_probe_pages import tiff
+from tests.unit.media.assets.test_probe_pages import tiff
 
 REJECTED = "Invalid parameters: asset was rejected by the provider"
 FORMAT = "Invalid format: url must be an https URL without userinfo"

@@ -165,6 +165,6 @@ def test_duplicate_authorization_on_the_media_host_is_401(gw: Gateway) -> None:
 
 
 def _png() -> bytes:
-    from tests.unit.files import samples
+    from tests.unit.media.files import samples
 
     return samples.image_bytes()

@@ -21,18 +21,22 @@ SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "fake_upstream.py"
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    proc = subprocess.Popen(
+    # `with`: the pipes are closed (and the process waited for) when the module's tests are done.
+    with subprocess.Popen(
         [sys.executable, str(SCRIPT), "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("ready http://127.0.0.1:"), (line, proc.stderr.read() if proc.stderr else "")
-    try:
-        yield line.split()[1], proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
+    ) as proc:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("ready http://127.0.0.1:"), (line, proc.stderr.read() if proc.stderr else "")
+        try:
+            yield line.split()[1], proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+# Clients are used in `with` blocks and processes through `with Popen`: a socket or pipe left open would be
+# a ResourceWarning, an error under `filterwarnings = error`.
 
 
 @pytest.fixture
@@ -41,67 +45,66 @@ def url(upstream: tuple[str, subprocess.Popen[str]]) -> str:
 
 
 def test_chat_completions_non_streaming_after_the_delay(url: str) -> None:
-    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
-    started = time.monotonic()
-    out = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
-    assert time.monotonic() - started >= 0.05
-    assert out.choices[0].message.content == "".join(f"w{i} " for i in range(16))
-    assert out.usage is not None and (out.usage.prompt_tokens, out.usage.completion_tokens) == (20, 16)
+    with openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0) as client:
+        started = time.monotonic()
+        out = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        assert time.monotonic() - started >= 0.05
+        assert out.choices[0].message.content == "".join(f"w{i} " for i in range(16))
+        assert out.usage is not None and (out.usage.prompt_tokens, out.usage.completion_tokens) == (20, 16)
 
 
 def test_chat_completions_stream_has_16_deltas_and_usage(url: str) -> None:
-    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
-    chunks = list(
-        client.chat.completions.create(model="m", messages=[], stream=True, stream_options={"include_usage": True})
-    )
-    deltas = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
-    assert len(deltas) == 16
-    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
-    assert chunks[-1].choices == [] and chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 36
-    raw = httpx.post(url + "/v1/chat/completions", json={"model": "m", "stream": True}).text
-    assert raw.endswith("data: [DONE]\n\n") and '"usage"' not in raw
+    with openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0) as client:
+        chunks = list(
+            client.chat.completions.create(model="m", messages=[], stream=True, stream_options={"include_usage": True})
+        )
+        deltas = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+        assert len(deltas) == 16
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+        assert chunks[-1].choices == [] and chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 36
+        raw = httpx.post(url + "/v1/chat/completions", json={"model": "m", "stream": True}).text
+        assert raw.endswith("data: [DONE]\n\n") and '"usage"' not in raw
 
 
 def test_responses_both_ways(url: str) -> None:
-    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
-    assert client.responses.create(model="m", input="x").output_text.count("w") == 16
-    events = list(client.responses.create(model="m", input="x", stream=True))
-    assert [e.sequence_number for e in events] == list(range(len(events)))
-    assert sum(e.type == "response.output_text.delta" for e in events) == 16
-    last = events[-1]
-    assert last.type == "response.completed" and last.response.usage is not None
-    assert last.response.usage.output_tokens == 16
+    with openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0) as client:
+        assert client.responses.create(model="m", input="x").output_text.count("w") == 16
+        events = list(client.responses.create(model="m", input="x", stream=True))
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        assert sum(e.type == "response.output_text.delta" for e in events) == 16
+        last = events[-1]
+        assert last.type == "response.completed" and last.response.usage is not None
+        assert last.response.usage.output_tokens == 16
 
 
 def test_messages_both_ways(url: str) -> None:
-    client = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
-    msg = client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
-    assert msg.usage.output_tokens == 16 and msg.stop_reason == "end_turn"
-    with client.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
-        kinds = [e.type for e in s]
-        final = s.get_final_message()
-    assert kinds.count("content_block_delta") == 16 and kinds[-1] == "message_stop"
-    assert final.usage.output_tokens == 16
+    with anthropic.Anthropic(base_url=url, api_key="k", max_retries=0) as client:
+        msg = client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+        assert msg.usage.output_tokens == 16 and msg.stop_reason == "end_turn"
+        with client.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
+            kinds = [e.type for e in s]
+            final = s.get_final_message()
+        assert kinds.count("content_block_delta") == 16 and kinds[-1] == "message_stop"
+        assert final.usage.output_tokens == 16
 
 
 def test_stream_is_spread_over_the_delay() -> None:
     # Its own upstream with a long delay: the spread (~250 ms between writes) stays far above the scheduling
     # jitter of a busy machine (1.5 s, ~94 ms apart, failed at load 9 on 2 cores: writes ran together).
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, str(SCRIPT), "--port", "0", "--delay-ms", "4000"], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    try:
-        url = proc.stdout.readline().split()[1]
-        arrivals: list[float] = []
-        started = time.monotonic()
-        with httpx.stream("POST", url + "/v1/messages?beta=true", json={"model": "m", "stream": True}) as r:
-            for chunk in r.iter_raw():
-                if chunk:
-                    arrivals.append(time.monotonic() - started)
-    finally:
-        proc.kill()
-        proc.wait(5)
+    ) as proc:
+        assert proc.stdout is not None
+        try:
+            url = proc.stdout.readline().split()[1]
+            arrivals: list[float] = []
+            started = time.monotonic()
+            with httpx.stream("POST", url + "/v1/messages?beta=true", json={"model": "m", "stream": True}) as r:
+                for chunk in r.iter_raw():
+                    if chunk:
+                        arrivals.append(time.monotonic() - started)
+        finally:
+            proc.kill()
     assert arrivals[-1] >= 4.0
     # The first token comes long before the last (spread mode), not all at the end.
     assert arrivals[0] < arrivals[-1] * 0.6

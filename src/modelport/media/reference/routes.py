@@ -1,7 +1,7 @@
 """`/docs`: the reference index, Swagger UI for each host's OpenAPI document, the guides, and their assets.
 
 No page asks anything of another host: Swagger UI's files come from the `swagger-ui-bundle-v2` package
-(byte-identical to the `swagger-ui-dist` release of the same version; see docs/architecture.md), its
+(byte-identical to the `swagger-ui-dist` release of the same version; see docs/architecture/dependencies.md), its
 remote validator is switched off, and the text gateway's document is served here too
 (`/docs/openapi/text.json`, a function the composition root hands to `reference_router`).
 """

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.catalog_spec import MediaModel, MediaUpstream
 from modelport.media.tasks.inputs import check_input_url
-from modelport.media.tasks.models import Runner, spec
+from modelport.media.tasks.models import TaskModelSpec, task_model_spec
 from modelport.media.tasks.upstream import runner as hosted
 from modelport.net import SafeFetcher
 
@@ -26,17 +26,17 @@ class Embedded:
 
     model: MediaModel
     name: str
-    runner: Runner
+    spec: TaskModelSpec
 
     async def check_inputs(
         self, engine: AsyncEngine, fetcher: SafeFetcher, team_id: str, params: dict[str, Any]
     ) -> None:
-        for field in self.runner.url_fields:
+        for field in self.spec.url_fields:
             if field in params:
                 await check_input_url(fetcher, engine, team_id, field, params[field])
 
     def units(self, params: dict[str, Any]) -> int:
-        return self.runner.units(params)
+        return self.spec.units(params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,5 +64,5 @@ async def backend_of(model: MediaModel | None) -> Backend | None:
         return None
     if model.upstream is not None:
         return Hosted(model, model.upstream)
-    runner = spec(model.runner)
-    return None if runner is None or model.runner is None else Embedded(model, model.runner, runner)
+    spec = task_model_spec(model.runner)
+    return None if spec is None or model.runner is None else Embedded(model, model.runner, spec)

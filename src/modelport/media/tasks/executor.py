@@ -244,7 +244,7 @@ class TaskExecutor:
     async def _render(
         self, backend: Embedded, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
-        name, task_model = backend.name, backend.runner
+        name, task_model = backend.name, backend.spec
         inputs: dict[str, bytes] = {}
         for field in task_model.url_fields:
             value = task.input.get(field)

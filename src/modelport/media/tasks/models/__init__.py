@@ -1,4 +1,4 @@
-"""Embedded media models that run tasks on this machine, by the catalog entry's `runner` name.
+"""Task models: the code that renders media tasks on this machine, named by the catalog entry's `runner`.
 
 What the serving process needs of a model (the input fields that carry media URLs, the billing units a
 request asks for) is declared here, without importing it. The model's own module (numpy, Pillow, PyAV,
@@ -30,7 +30,7 @@ STYLE_VIDEO_MAX_SECONDS = 10
 
 
 @dataclass(frozen=True, slots=True)
-class Runner:
+class TaskModelSpec:
     """One embedded model as the serving process sees it."""
 
     module: str
@@ -42,22 +42,22 @@ class Runner:
     units: Callable[[dict[str, Any]], int]
 
 
-RUNNERS: dict[str, Runner] = {
-    "sketch": Runner("modelport.media.tasks.models.sketch", "SketchImage", (), lambda p: int(p.get("n", 1))),
-    "style-transfer": Runner("modelport.media.tasks.models.style", "StyleTransfer", ("image_url",), lambda p: 1),
-    "slideshow": Runner(
+TASK_MODELS: dict[str, TaskModelSpec] = {
+    "sketch": TaskModelSpec("modelport.media.tasks.models.sketch", "SketchImage", (), lambda p: int(p.get("n", 1))),
+    "style-transfer": TaskModelSpec("modelport.media.tasks.models.style", "StyleTransfer", ("image_url",), lambda p: 1),
+    "slideshow": TaskModelSpec(
         "modelport.media.tasks.models.slideshow",
         "SlideshowVideo",
         ("image_url",),
         lambda p: int(p.get("duration", SLIDESHOW_DEFAULT_SECONDS)),  # priced per second of video
     ),
-    "piper-speech": Runner(
+    "piper-speech": TaskModelSpec(
         "modelport.media.tasks.models.speech",
         "PiperSpeech",
         (),
         lambda p: len(str(p["text"])),  # characters (the catalog prices them per 1,000)
     ),
-    "style-video": Runner(
+    "style-video": TaskModelSpec(
         "modelport.media.tasks.models.style_video",
         "StyleVideo",
         ("video_url",),
@@ -68,14 +68,14 @@ _loaded: dict[str, TaskModel] = {}
 _lock = threading.Lock()  # renders call this from several threads
 
 
-def spec(name: str | None) -> Runner | None:
+def task_model_spec(name: str | None) -> TaskModelSpec | None:
     """The model named by a catalog entry's `runner`; None when this version has none by that name."""
-    return RUNNERS.get(name) if name else None
+    return TASK_MODELS.get(name) if name else None
 
 
-def runner(name: str | None) -> TaskModel | None:
+def task_model(name: str | None) -> TaskModel | None:
     """The model itself, its module imported on first use (in the render process)."""
-    found = spec(name)
+    found = task_model_spec(name)
     if name is None or found is None:
         return None
     model = _loaded.get(name)
@@ -88,15 +88,15 @@ def runner(name: str | None) -> TaskModel | None:
 
 
 __all__ = [
-    "RUNNERS",
+    "TASK_MODELS",
     "InputError",
     "RenderControl",
     "RenderStopped",
     "RenderedFile",
-    "Runner",
     "TaskModel",
+    "TaskModelSpec",
     "report_progress",
     "run_controlled",
-    "runner",
-    "spec",
+    "task_model",
+    "task_model_spec",
 ]

@@ -32,7 +32,7 @@ class InputError(Exception):
 
 
 class TaskModel(Protocol):
-    """The render; the model's URL fields and billing units are declared in `models.RUNNERS`."""
+    """The render; the model's URL fields and billing units are declared in `models.TASK_MODELS`."""
 
     def render(self, params: dict[str, Any], seed: int, inputs: Mapping[str, bytes]) -> list[RenderedFile]:
         """Produce the result files. Blocking and CPU-bound: callers run it in a worker thread."""

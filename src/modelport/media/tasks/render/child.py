@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from modelport.media.tasks.models import InputError, RenderControl, RenderStopped, run_controlled, runner
+from modelport.media.tasks.models import InputError, RenderControl, RenderStopped, run_controlled, task_model
 from modelport.media.tasks.render import wire
 
 
@@ -80,7 +80,7 @@ class _Renders:
         try:
             if control.stop.is_set():  # stopped while it waited for a thread
                 raise RenderStopped()
-            model = runner(name)
+            model = task_model(name)
             if model is None:
                 raise LookupError(f"no embedded model {name!r}")
             outputs = run_controlled(control, lambda: model.render(params, seed, inputs))

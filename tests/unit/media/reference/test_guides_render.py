@@ -11,7 +11,7 @@ from starlette.requests import Request
 from modelport.apps.factory import wants_html
 from modelport.media.reference.guides import guide, guides, slug
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "api"
+DOCS = Path(__file__).resolve().parents[4] / "docs" / "api"
 
 
 def test_every_guide_in_docs_api_renders_with_its_title_and_the_index_first() -> None:

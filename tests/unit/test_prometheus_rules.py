@@ -14,7 +14,7 @@ import yaml
 
 from modelport import metrics
 
-RULES = Path(__file__).resolve().parents[3] / "docs" / "alerts" / "prometheus-rules.yml"
+RULES = Path(__file__).resolve().parents[2] / "docs" / "alerts" / "prometheus-rules.yml"
 _METRIC = re.compile(r"\bmodelport_[a-z0-9_]+")
 _SELECTOR = re.compile(r"\b(modelport_[a-z0-9_]+)\s*\{([^}]*)\}")
 _MATCHER = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)")

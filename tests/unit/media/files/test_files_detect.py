@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from modelport.media.files.detect import SNIFF_BYTES, detect_media
-from tests.unit.files import samples
+from tests.unit.media.files import samples
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from modelport.errors import InvalidParameters, PayloadTooLarge, QuotaExceeded
 from modelport.media.files.checked_stream import CheckedStream
 from modelport.media.files.detect import SNIFF_BYTES
-from tests.unit.files import samples
+from tests.unit.media.files import samples
 
 
 async def chunked(data: bytes, size: int, pulled: list[int] | None = None) -> AsyncIterator[bytes]:
