@@ -21,9 +21,9 @@ echo "==> mypy (strict): src, tests, bench"
 .venv/bin/mypy --strict --explicit-package-bases tests
 MYPYPATH=bench .venv/bin/mypy --strict bench/*.py
 echo "==> instruction-count guard: modelport / bare proxy per request (bench/instr_guard.py, ~2-3 minutes)"
-# Interim tolerance: modelport's count still varies by 17-58 % between runs (bench/README.md, the guard's
-# spread); back to the default 10 % once that variance is removed.
-.venv/bin/python bench/instr_guard.py --tolerance 0.6
+# 25 %, not the default 10 %: on a quiet machine four runs spread by up to 6 % (chat), and on a loaded one
+# (timers and batch writes landing in or out of the counted window) by far more (bench/README.md).
+.venv/bin/python bench/instr_guard.py --tolerance 0.25
 echo "==> pytest (with a coverage report; the floor is fail_under in pyproject.toml [tool.coverage.report])"
 # The floor holds for the whole suite; a run given arguments (a subset) reports coverage without it.
 floor=()
