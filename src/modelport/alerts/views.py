@@ -9,7 +9,8 @@ import orjson
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.storage.tables import operator_alert_state, webhook_attempts, webhook_deliveries
+from modelport.media.webhooks.outbox import with_attempts
+from modelport.storage.tables import operator_alert_state, webhook_deliveries
 
 
 async def overview(engine: AsyncEngine, *, limit: int) -> dict[str, Any]:
@@ -24,25 +25,10 @@ async def overview(engine: AsyncEngine, *, limit: int) -> dict[str, Any]:
                 .limit(limit)
             )
         ).all()
-        attempts = (
-            await conn.execute(
-                select(webhook_attempts)
-                .where(webhook_attempts.c.delivery_id.in_([r.id for r in deliveries]))
-                .order_by(webhook_attempts.c.id)
-            )
-        ).all()
-    by_delivery: dict[str, list[dict[str, Any]]] = {}
-    for a in attempts:
-        by_delivery.setdefault(a.delivery_id, []).append(
-            {
-                "attempt": int(a.attempt),
-                "timestamp": int(a.started_at_ms),
-                "duration_ms": int(a.duration_ms),
-                "status_code": a.status_code,
-                "outcome": a.outcome,
-                "error": a.error,
-            }
-        )
+        views = await with_attempts(conn, deliveries)
+    for view, row in zip(views, deliveries, strict=True):
+        del view["url"]  # the operator's own hook URL (often its credential) is not shown back
+        view["payload"] = orjson.loads(row.payload)
     return {
         "states": [
             {
@@ -53,18 +39,5 @@ async def overview(engine: AsyncEngine, *, limit: int) -> dict[str, Any]:
             }
             for s in states
         ],
-        "deliveries": [
-            {
-                "webhook_id": r.id,
-                "event_type": r.event_type,
-                "status": r.status,
-                "attempt_count": int(r.attempts),
-                "next_attempt_at": int(r.next_attempt_at_ms) if r.status == "pending" else None,
-                "created_at": int(r.created_at_ms),
-                "ended_at": None if r.ended_at_ms is None else int(r.ended_at_ms),
-                "payload": orjson.loads(r.payload),
-                "attempts": by_delivery.get(r.id, []),
-            }
-            for r in deliveries
-        ],
+        "deliveries": views,
     }

@@ -225,6 +225,7 @@ def _deployment_down_and_up(tmp_path: Path, database_url: str) -> None:
         assert view["deliveries"][1]["payload"]["data"]["deployment"] == "fake/chat#0"
         assert view["deliveries"][1]["attempts"][0]["status_code"] == 500
         assert view["states"][0]["webhook_id"] == view["deliveries"][0]["webhook_id"]
+        assert all("url" not in d for d in view["deliveries"])  # the hook URL is shown only without its path
 
 
 def test_backlog_and_low_storage_once_then_sent_by_a_worker(tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ async def for_task(engine: AsyncEngine, task_id: str) -> list[dict[str, Any]]:
                 .order_by(webhook_deliveries.c.created_at_ms)
             )
         ).all()
-        return await _with_attempts(conn, deliveries)
+        return await with_attempts(conn, deliveries)
 
 
 async def for_team(
@@ -196,13 +196,14 @@ async def for_team(
                 return []
             query = query.where(tuple_(d.created_at_ms, d.id) < tuple_(anchor.created_at_ms, anchor.id))
         deliveries = (await conn.execute(query.order_by(d.created_at_ms.desc(), d.id.desc()).limit(limit))).all()
-        views = await _with_attempts(conn, deliveries)
+        views = await with_attempts(conn, deliveries)
     for view, row in zip(views, deliveries, strict=True):
         view["payload"] = orjson.loads(row.payload)
     return views
 
 
-async def _with_attempts(conn: AsyncConnection, deliveries: Sequence[Any]) -> list[dict[str, Any]]:
+async def with_attempts(conn: AsyncConnection, deliveries: Sequence[Any]) -> list[dict[str, Any]]:
+    """Each delivery row as its delivery log shows it, with every attempt, in one query for the attempts."""
     attempts = (
         await conn.execute(
             select(webhook_attempts)
