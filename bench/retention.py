@@ -198,6 +198,7 @@ async def run(args: argparse.Namespace) -> None:
         parts_before = await count_partitions(engine)
         pruner = Pruner(engine, settings, lock_file=work / "bench.lock")
         pruned: dict[str, float] = {}
+        phases: dict[str, float] = {}
 
         async def prune() -> None:
             begun = time.perf_counter()
@@ -205,6 +206,7 @@ async def run(args: argparse.Namespace) -> None:
             assert report is not None
             pruned.update(report.removed)
             pruned["seconds"] = time.perf_counter() - begun
+            phases.update(report.phases)
 
         pruning_task = asyncio.create_task(prune())
         during = await load(target, args.concurrency, args.seconds)
@@ -219,7 +221,7 @@ async def run(args: argparse.Namespace) -> None:
         p99_base, p99_during = pct(baseline.latencies, 0.99), pct(during.latencies, 0.99)
         print(f"backend {args.backend}, {args.rows:,} rows over {args.days} days, window {args.window_days} days")
         print(f"pruned: {json.dumps({k: v for k, v in pruned.items() if k != 'seconds'})}")
-        print(f"pruning took {pruned['seconds']:.1f} s")
+        print(f"pruning took {pruned['seconds']:.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
         if parts_before is not None and parts_after is not None:
             print(f"day partitions: {parts_before} before, {parts_after} after (created ahead included)")
         print(

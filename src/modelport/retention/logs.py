@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.media.files.storage import FileStore
@@ -123,21 +123,44 @@ async def _uncount(conn: AsyncConnection, gone: Sequence[Any]) -> None:
 
 
 async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, pause_seconds: float, now_ms: int) -> int:
-    """Empty `input`/`result` of rows older than `days`, through the partial index of rows that hold them."""
+    """Empty `input`/`result` of rows older than `days`, through the partial index of rows that hold them,
+    one UTC day at a time from the oldest such row."""
     if days <= 0:
         return 0
     cutoff = now_ms - int(days * DAY_MS)
     c = request_logs.c
-    holding = or_(c.input.is_not(None), c.result.is_not(None))
-    oldest = select(c.id, c.created_at_ms).where(holding, c.created_at_ms < cutoff).order_by(c.created_at_ms)
+    async with engine.connect() as conn:
+        first = await conn.scalar(select(func.min(c.created_at_ms)).where(_HOLDING, c.created_at_ms < cutoff))
+    total, lo = 0, first
+    while lo is not None and lo < cutoff:
+        # Day bounds: on PostgreSQL's day partitions each batch is planned over one partition, not over every
+        # old day (planning ~90 partitions took longer than the batch's own work).
+        hi = min(cutoff, (lo // DAY_MS + 1) * DAY_MS)
+        total += await _empty_payloads(engine, lo, hi, batch_rows, pause_seconds)
+        lo = hi
+    return total
+
+
+_HOLDING = or_(request_logs.c.input.is_not(None), request_logs.c.result.is_not(None))
+
+
+async def _empty_payloads(engine: AsyncEngine, lo: int, hi: int, batch_rows: int, pause_seconds: float) -> int:
+    """Empty the payloads of rows created in [lo, hi), a batch at a time."""
+    c = request_logs.c
+    oldest = (
+        select(c.id, c.created_at_ms)
+        .where(_HOLDING, c.created_at_ms >= lo, c.created_at_ms < hi)
+        .order_by(c.created_at_ms)
+        .limit(batch_rows)
+    )
     total = 0
     while True:
         started = time.monotonic()
         async with engine.begin() as conn:
-            batch = (await conn.execute(oldest.limit(batch_rows))).all()
+            batch = (await conn.execute(oldest)).all()
             if batch:
-                # The batch's ids and time span, not a subquery: on PostgreSQL's day partitions the update
-                # then reads only the days the batch covers, by key (a subquery made it scan every old day).
+                # The batch's ids and time span, not a subquery: the update then reads only the rows it
+                # changes, by key (a subquery made it scan every old day).
                 await conn.execute(
                     update(request_logs)
                     .where(
@@ -148,6 +171,7 @@ async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, paus
                     .values(input=None, result=None)
                 )
         total += len(batch)
+        if batch:
+            await pause_after(started, pause_seconds)  # after a day's last batch too: the next day's follows
         if len(batch) < batch_rows:
             return total
-        await pause_after(started, pause_seconds)

@@ -56,6 +56,13 @@ class RunReport:
     removed: dict[str, int] = field(default_factory=dict)  # table -> rows
     archive_files: int = 0
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # step -> seconds it took, in run order
+
+    def timed(self, phase: str, since: float) -> float:
+        """Record `phase` as having run from `since` (time.monotonic()) until now; returns now."""
+        now = time.monotonic()
+        self.phases[phase] = now - since
+        return now
 
 
 class Pruner:
@@ -97,7 +104,8 @@ class Pruner:
             try:
                 report = await self.run_once()
                 if report is not None and any(report.removed.values()):
-                    log.info("retention: removed %s in %.1f s", report.removed, report.seconds)
+                    phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.phases.items())
+                    log.info("retention: removed %s in %.1f s (%s)", report.removed, report.seconds, phases)
             except Exception:
                 log.exception("retention run failed; retrying next interval")
             # Jitter keeps the processes of one deployment from trying in lockstep.
@@ -117,11 +125,14 @@ class Pruner:
         removed = report.removed
         # Whole partitions first: their payloads are not emptied row by row just before they go.
         dropped = await self._partitions(now)
+        mark = report.timed("partitions", started)
         removed["request_logs.payloads"] = await prune_payloads(
             self.engine, s.log_payloads_days, s.batch_rows, s.batch_pause_seconds, now
         )
         plan = LogPruning(s.request_logs_days, s.batch_rows, s.batch_pause_seconds, self._archive)
+        mark = report.timed("payloads", mark)
         logs = await prune_logs(self.engine, plan, now)
+        mark = report.timed("request_logs", mark)
         removed["request_logs"] = dropped.rows + logs.rows
         report.archive_files = dropped.archive_files + logs.archive_files
         tasks = await prune_tasks(self.engine, s.tasks_days, s.batch_rows, s.batch_pause_seconds, now)
@@ -130,14 +141,17 @@ class Pruner:
             tasks.deliveries,
             tasks.attempts,
         )
+        mark = report.timed("tasks", mark)
         for target in self._targets:
             try:
                 for table, rows in (await target.prune(self.engine, now)).items():
                     removed[table] = removed.get(table, 0) + rows
             except Exception:
                 log.exception("retention target %s failed", target.name)
+            mark = report.timed(target.name, mark)
         if self.engine.dialect.name == "sqlite" and any(v for k, v in removed.items() if not k.endswith(".payloads")):
             await self._give_space_back()
+            report.timed("vacuum", mark)
         report.seconds = time.monotonic() - started
         await self._record(report, now)
         return report
