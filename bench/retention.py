@@ -3,7 +3,7 @@
     .venv/bin/python bench/retention.py --backend postgres [--rows 10000000]
     .venv/bin/python bench/retention.py --backend sqlite [--rows 2000000]
         [--days 120] [--window-days 90] [--payload-days 30] [--seconds 10] [--concurrency 16]
-        [--load chat|logs] [--keep]
+        [--load chat|logs] [--busy-share 0.25] [--keep]
 
 Fills `request_logs` server-side (PostgreSQL generate_series, SQLite a recursive CTE; on PostgreSQL into the
 day partitions of migration 0020, created first as the pruner would have) with `--rows` rows of
@@ -11,10 +11,10 @@ four teams spread evenly over the last `--days` days (half with small retained p
 hourly counts, then starts `modelport serve` on that database (its own pruner idle) with the benchmark's
 fake upstream and measures Chat Completions through it (`--load logs`: GET /v1/logs of a filled team's last
 day instead; closed loop, `--concurrency` clients):
-- `baseline`: `--seconds` of load, nothing else;
-- `pruning`: the same load while this process runs one pruning run of the real pruner
-  (`modelport.retention.pruner.Pruner.run_once`, windows `--window-days` and `--payload-days`), for as long
-  as the run takes (at least `--seconds`).
+- `baseline`: `--seconds` of load, nothing else, before pruning and again after it (pooled);
+- `pruning`: the same load while `modelport admin prune` (the real pruner, in its own process, windows
+  `--window-days` and `--payload-days`, `--busy-share`) runs one pruning run, for as long as the run takes
+  (at least `--seconds`).
 Prints the rows pruned, the time the run took, the database size before and after (PostgreSQL
 `pg_database_size`; SQLite the file and its WAL, after the incremental vacuum), and p50/p99 of both phases
 with the ratio of the p99s (target <= 1.2).
@@ -29,6 +29,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,7 +43,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
 from modelport.retention import partitions
-from modelport.retention.pruner import Pruner
 from modelport.retention.stats import database_bytes
 from modelport.settings import RetentionSettings
 from modelport.storage.db import create_engine
@@ -196,17 +196,41 @@ async def run(args: argparse.Namespace) -> None:
         )
         rows_before = await count_rows(engine)
         parts_before = await count_partitions(engine)
-        pruner = Pruner(engine, settings, lock_file=work / "bench.lock")
+        prune_env = {k: v for k, v in os.environ.items() if not k.startswith("MODELPORT_")}
+        prune_env.update(
+            {
+                "MODELPORT_DATA_DIR": str(work / "pruner"),
+                "MODELPORT_DATABASE_URL": url,
+                "MODELPORT_RETENTION__REQUEST_LOGS_DAYS": str(settings.request_logs_days),
+                "MODELPORT_RETENTION__LOG_PAYLOADS_DAYS": str(settings.log_payloads_days),
+                "MODELPORT_RETENTION__BATCH_ROWS": str(settings.batch_rows),
+                "MODELPORT_RETENTION__BUSY_SHARE": str(args.busy_share),
+            }
+        )
+        (work / "pruner").mkdir(mode=0o700)
         pruned: dict[str, float] = {}
         phases: dict[str, float] = {}
 
         async def prune() -> None:
+            # In its own process (`modelport admin prune`), as one serving or worker process of a deployment
+            # runs it: the bench's load generator keeps its event loop to itself.
             begun = time.perf_counter()
-            report = await pruner.run_once()
-            assert report is not None
-            pruned.update(report.removed)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "modelport",
+                "admin",
+                "prune",
+                "--json",
+                env=prune_env,
+                stdout=asyncio.subprocess.PIPE,
+            )
+            out, _ = await proc.communicate()
+            assert proc.returncode == 0, f"modelport admin prune exited {proc.returncode}"
+            report = json.loads(out)
+            pruned.update(report["removed"])
             pruned["seconds"] = time.perf_counter() - begun
-            phases.update(report.phases)
+            phases.update(report["phases"])
 
         pruning_task = asyncio.create_task(prune())
         during = await load(target, args.concurrency, args.seconds)
@@ -215,6 +239,11 @@ async def run(args: argparse.Namespace) -> None:
             during.latencies.extend(more.latencies)
             during.errors += more.errors
         await pruning_task
+        # The baseline again after pruning, pooled with the first: drift of the machine over a long run
+        # weighs on both sides.
+        again = await load(target, args.concurrency, args.seconds)
+        baseline.latencies.extend(again.latencies)
+        baseline.errors += again.errors
         after = await database_bytes(engine)
         rows_after = await count_rows(engine)
         parts_after = await count_partitions(engine)
@@ -257,6 +286,7 @@ def main() -> None:
     parser.add_argument("--payload-days", type=float, default=30)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--batch-rows", type=int, default=RetentionSettings().batch_rows)
+    parser.add_argument("--busy-share", type=float, default=RetentionSettings().busy_share)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument(
         "--load", choices=("chat", "logs"), default="chat", help="Chat Completions, or GET /v1/logs of a filled team"

@@ -534,6 +534,40 @@ def _output(out: Path | None) -> Iterator[BinaryIO]:
         yield cast(BinaryIO, sink)
 
 
+@admin.command("prune")
+@click.option("--json", "as_json", is_flag=True, help="Print the run's report as JSON.")
+def prune(as_json: bool) -> None:
+    """Run one retention pruning run now, with the windows `serve` uses (MODELPORT_RETENTION__*): expired
+    request log rows (archived first when archiving is on), old payloads, expired finished tasks with their
+    webhook rows, old audit events. Exits 1 when another process is pruning at the time."""
+    from modelport.media.files.storage.factory import build_store
+    from modelport.retention.pruner import RunReport, build_pruner
+
+    settings = _settings()
+
+    async def action(engine: Any) -> RunReport | None:
+        store = build_store(settings.files, settings.data_dir)
+        try:
+            pruner = build_pruner(
+                engine, settings.retention, lock_file=settings.data_dir / "retention.lock", archive_store=store
+            )
+            return await pruner.run_once()
+        finally:
+            await store.aclose()
+
+    report = _run_db(settings, action)
+    if report is None:
+        raise click.ClickException("another process is pruning now (it holds the pruner lock); try again later")
+    data = {
+        "removed": report.removed,
+        "archive_files": report.archive_files,
+        "seconds": round(report.seconds, 3),
+        "phases": {name: round(seconds, 3) for name, seconds in report.phases.items()},
+    }
+    removed = ", ".join(f"{table} {rows}" for table, rows in report.removed.items() if rows) or "nothing"
+    _emit(as_json, data, f"removed {removed} in {report.seconds:.1f} s")
+
+
 @admin.command("backup")
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--with-files", is_flag=True, help="Also copy the local media file store (and the secret key).")

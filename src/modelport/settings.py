@@ -291,10 +291,12 @@ class RetentionSettings(BaseModel):
     interval_seconds: float = Field(default=3600.0, gt=0)
     # Request log rows leave as gzip JSONL files under `archive/` in the file store before they are deleted.
     archive: bool = False
-    # Rows per delete statement, and the pause between two batches (at least as long as the batch took), so
-    # serving keeps the database.
+    # Rows per delete statement, and the least pause between two batches, so serving keeps the database.
     batch_rows: int = Field(default=500, ge=1, le=100_000)
     batch_pause_seconds: float = Field(default=0.05, ge=0)
+    # The largest share of the time pruning batches may take: after a batch the pruner pauses long enough
+    # (a batch of 30 ms at 0.25 is followed by 90 ms). 1.0: no pause beyond `batch_pause_seconds`.
+    busy_share: float = Field(default=0.25, gt=0, le=1)
 
 
 class AlertsSettings(BaseModel):

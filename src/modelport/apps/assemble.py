@@ -39,9 +39,7 @@ from modelport.media.webhooks.sender import WebhookSender, team_secret_lookup
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
-from modelport.retention.audit import AuditEvents
-from modelport.retention.deliveries import EventDeliveries
-from modelport.retention.pruner import PRUNER, Pruner
+from modelport.retention.pruner import PRUNER, build_pruner
 from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
 from modelport.storage import outbox
@@ -85,13 +83,10 @@ def build_services(
     )
     services.add(FILES_SWEEPER, Sweeper(files, settings.files.sweep_interval_seconds))
     # Retention: one process at a time prunes logs, payloads and finished tasks (archive in the file store).
-    pruner = services.add(
+    services.add(
         PRUNER,
-        Pruner(db, settings.retention, lock_file=settings.data_dir / "retention.lock", archive_store=files.store),
+        build_pruner(db, settings.retention, lock_file=settings.data_dir / "retention.lock", archive_store=files.store),
     )
-    pruner.register(AuditEvents(settings.retention.audit_days))
-    retention = settings.retention
-    pruner.register(EventDeliveries(retention.tasks_days, retention.batch_rows, retention.batch_pause_seconds))
     fetcher = services.add(
         FETCHER,
         SafeFetcher(settings.net, own_urls=OwnDownloadUrls(files, public_url), temp_dir=settings.data_dir / "tmp"),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.retention.pacing import pause_after
+from modelport.retention.pacing import Pacing
 from modelport.storage.tables import webhook_attempts, webhook_deliveries
 
 DAY_MS = 86_400_000
@@ -19,8 +19,7 @@ DAY_MS = 86_400_000
 @dataclass(slots=True)
 class EventDeliveries:
     days: float
-    batch_rows: int
-    pause_seconds: float
+    pacing: Pacing
     name: str = "webhook_deliveries (notifications, operator alerts)"
 
     async def prune(self, engine: AsyncEngine, now_ms: int) -> dict[str, int]:
@@ -34,7 +33,7 @@ class EventDeliveries:
                 d.created_at_ms < now_ms - int(self.days * DAY_MS),
                 d.status != "pending",
             )
-            .limit(self.batch_rows)
+            .limit(self.pacing.batch_rows)
         )
         removed = {"webhook_deliveries": 0, "webhook_attempts": 0}
         while True:
@@ -49,6 +48,6 @@ class EventDeliveries:
                 removed["webhook_deliveries"] += (
                     await conn.execute(delete(webhook_deliveries).where(d.id.in_(ids), d.status != "pending"))
                 ).rowcount
-            if len(ids) < self.batch_rows:
+            if len(ids) < self.pacing.batch_rows:
                 return removed
-            await pause_after(started, self.pause_seconds)
+            await self.pacing.pause_after(started)

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from modelport.media.files.storage import FileStore
 from modelport.requestlog.store import ALL_USERS, HOUR_MS
 from modelport.retention.archive import ARCHIVE_COLUMNS, archive_key, utc_day, write_verified
-from modelport.retention.pacing import pause_after
+from modelport.retention.pacing import Pacing
 from modelport.storage.tables import request_log_counts, request_logs, teams
 
 DAY_MS = 86_400_000
@@ -28,8 +28,7 @@ DAY_MS = 86_400_000
 @dataclass(frozen=True, slots=True)
 class LogPruning:
     default_days: float  # 0: forever
-    batch_rows: int
-    pause_seconds: float
+    pacing: Pacing
     archive: FileStore | None  # archive before deleting
 
 
@@ -59,9 +58,9 @@ async def prune_logs(engine: AsyncEngine, plan: LogPruning, now_ms: int) -> LogP
             if plan.archive is not None:
                 pruned.archive_files += await _archive(plan.archive, team_id, batch)
             pruned.rows += await _delete(engine, batch)
-            if len(batch) < plan.batch_rows:
+            if len(batch) < plan.pacing.batch_rows:
                 break
-            await pause_after(started, plan.pause_seconds)
+            await plan.pacing.pause_after(started)
     return pruned
 
 
@@ -71,7 +70,7 @@ async def _oldest(engine: AsyncEngine, team_id: str, cutoff: int, plan: LogPruni
         select(*columns)
         .where(request_logs.c.team_id == team_id, request_logs.c.created_at_ms < cutoff)
         .order_by(request_logs.c.created_at_ms, request_logs.c.id)
-        .limit(plan.batch_rows)
+        .limit(plan.pacing.batch_rows)
     )
     async with engine.connect() as conn:
         return (await conn.execute(stmt)).all()
@@ -122,7 +121,7 @@ async def _uncount(conn: AsyncConnection, gone: Sequence[Any]) -> None:
     await conn.execute(delete(request_log_counts).where(key, c.n <= 0), params)
 
 
-async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, pause_seconds: float, now_ms: int) -> int:
+async def prune_payloads(engine: AsyncEngine, days: float, pacing: Pacing, now_ms: int) -> int:
     """Empty `input`/`result` of rows older than `days`, through the partial index of rows that hold them,
     one UTC day at a time from the oldest such row."""
     if days <= 0:
@@ -136,7 +135,7 @@ async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, paus
         # Day bounds: on PostgreSQL's day partitions each batch is planned over one partition, not over every
         # old day (planning ~90 partitions took longer than the batch's own work).
         hi = min(cutoff, (lo // DAY_MS + 1) * DAY_MS)
-        total += await _empty_payloads(engine, lo, hi, batch_rows, pause_seconds)
+        total += await _empty_payloads(engine, lo, hi, pacing)
         lo = hi
     return total
 
@@ -144,14 +143,14 @@ async def prune_payloads(engine: AsyncEngine, days: float, batch_rows: int, paus
 _HOLDING = or_(request_logs.c.input.is_not(None), request_logs.c.result.is_not(None))
 
 
-async def _empty_payloads(engine: AsyncEngine, lo: int, hi: int, batch_rows: int, pause_seconds: float) -> int:
+async def _empty_payloads(engine: AsyncEngine, lo: int, hi: int, pacing: Pacing) -> int:
     """Empty the payloads of rows created in [lo, hi), a batch at a time."""
     c = request_logs.c
     oldest = (
         select(c.id, c.created_at_ms)
         .where(_HOLDING, c.created_at_ms >= lo, c.created_at_ms < hi)
         .order_by(c.created_at_ms)
-        .limit(batch_rows)
+        .limit(pacing.batch_rows)
     )
     total = 0
     while True:
@@ -172,6 +171,6 @@ async def _empty_payloads(engine: AsyncEngine, lo: int, hi: int, batch_rows: int
                 )
         total += len(batch)
         if batch:
-            await pause_after(started, pause_seconds)  # after a day's last batch too: the next day's follows
-        if len(batch) < batch_rows:
+            await pacing.pause_after(started)  # after a day's last batch too: the next day's follows
+        if len(batch) < pacing.batch_rows:
             return total

@@ -29,8 +29,11 @@ from modelport import metrics
 from modelport.clock import now_ms as wall_ms
 from modelport.media.files.storage import FileStore
 from modelport.retention import partitions, stats
+from modelport.retention.audit import AuditEvents
+from modelport.retention.deliveries import EventDeliveries
 from modelport.retention.lock import pruner_lock
 from modelport.retention.logs import LogPruning, prune_logs, prune_payloads
+from modelport.retention.pacing import Pacing
 from modelport.retention.tasks import prune_tasks
 from modelport.services import ServiceKey
 from modelport.settings import RetentionSettings
@@ -79,6 +82,7 @@ class Pruner:
         self.settings = settings
         self._lock_file = lock_file
         self._archive = archive_store if settings.archive else None
+        self._pacing = Pacing.of(settings)
         self._clock = clock
         self._targets: list[PruneTarget] = []
         self._task: asyncio.Task[None] | None = None
@@ -126,16 +130,14 @@ class Pruner:
         # Whole partitions first: their payloads are not emptied row by row just before they go.
         dropped = await self._partitions(now)
         mark = report.timed("partitions", started)
-        removed["request_logs.payloads"] = await prune_payloads(
-            self.engine, s.log_payloads_days, s.batch_rows, s.batch_pause_seconds, now
-        )
-        plan = LogPruning(s.request_logs_days, s.batch_rows, s.batch_pause_seconds, self._archive)
+        removed["request_logs.payloads"] = await prune_payloads(self.engine, s.log_payloads_days, self._pacing, now)
+        plan = LogPruning(s.request_logs_days, self._pacing, self._archive)
         mark = report.timed("payloads", mark)
         logs = await prune_logs(self.engine, plan, now)
         mark = report.timed("request_logs", mark)
         removed["request_logs"] = dropped.rows + logs.rows
         report.archive_files = dropped.archive_files + logs.archive_files
-        tasks = await prune_tasks(self.engine, s.tasks_days, s.batch_rows, s.batch_pause_seconds, now)
+        tasks = await prune_tasks(self.engine, s.tasks_days, self._pacing, now)
         removed["media_tasks"], removed["webhook_deliveries"], removed["webhook_attempts"] = (
             tasks.tasks,
             tasks.deliveries,
@@ -183,9 +185,10 @@ class Pruner:
         try:
             step = f"PRAGMA incremental_vacuum({VACUUM_PAGES})"
             for _ in range(MAX_VACUUM_STEPS):
+                started = time.monotonic()
                 if not await self._sqlite_script("PRAGMA freelist_count", step):
                     break
-                await asyncio.sleep(self.settings.batch_pause_seconds)
+                await self._pacing.pause_after(started)
             await self._sqlite_script(None, "PRAGMA wal_checkpoint(TRUNCATE)")
         except Exception:
             log.exception("retention: giving SQLite pages back failed; the next run tries again")
@@ -222,6 +225,17 @@ class Pruner:
         metrics.OLDEST_LOG_AGE.labels("request_logs").set(
             0 if oldest is None else max(0.0, (self._clock() - oldest) / 1000)
         )
+
+
+def build_pruner(
+    engine: AsyncEngine, settings: RetentionSettings, *, lock_file: Path, archive_store: FileStore | None
+) -> Pruner:
+    """The pruner with every table's target: what `serve` runs every interval and `modelport admin prune`
+    runs once."""
+    pruner = Pruner(engine, settings, lock_file=lock_file, archive_store=archive_store)
+    pruner.register(AuditEvents(settings.audit_days))
+    pruner.register(EventDeliveries(settings.tasks_days, Pacing.of(settings)))
+    return pruner
 
 
 PRUNER: ServiceKey[Pruner] = ServiceKey("retention pruner")

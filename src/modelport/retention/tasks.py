@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import and_, delete, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.retention.pacing import pause_after
+from modelport.retention.pacing import Pacing
 from modelport.storage.tables import media_tasks, webhook_attempts, webhook_deliveries
 
 DAY_MS = 86_400_000
@@ -27,9 +27,7 @@ class TasksPruned:
     attempts: int = 0
 
 
-async def prune_tasks(
-    engine: AsyncEngine, days: float, batch_rows: int, pause_seconds: float, now_ms: int
-) -> TasksPruned:
+async def prune_tasks(engine: AsyncEngine, days: float, pacing: Pacing, now_ms: int) -> TasksPruned:
     pruned = TasksPruned()
     if days <= 0:
         return pruned
@@ -46,7 +44,7 @@ async def prune_tasks(
             ~held,
         )
         .order_by(t.created_at_ms, t.id)
-        .limit(batch_rows)
+        .limit(pacing.batch_rows)
     )
     while True:
         started = time.monotonic()
@@ -62,6 +60,6 @@ async def prune_tasks(
             pruned.tasks += (
                 await conn.execute(delete(media_tasks).where(and_(t.id.in_(ids), t.status.in_(FINISHED))))
             ).rowcount
-        if len(ids) < batch_rows:
+        if len(ids) < pacing.batch_rows:
             return pruned
-        await pause_after(started, pause_seconds)
+        await pacing.pause_after(started)

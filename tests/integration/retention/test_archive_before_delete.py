@@ -17,11 +17,13 @@ from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
 from modelport.retention.archive import ArchiveMismatch
 from modelport.retention.logs import LogPruning, prune_logs
+from modelport.retention.pacing import Pacing
 from modelport.storage.tables import request_log_counts, request_logs
 from tests.support.databases import BACKENDS, migrated_engine
 
 DAY_MS = 86_400_000
 NOW_MS = 1_800_000_000_000
+TEN = Pacing(batch_rows=10, pause_seconds=0, busy_share=1.0)
 
 
 class GarblingStore(LocalFileStore):
@@ -60,12 +62,12 @@ async def test_rows_leave_only_after_a_verified_archive(backend: str, tmp_path: 
                 )
             return int(n or 0), int(counted or 0)
 
-        garbled = LogPruning(default_days=1, batch_rows=10, pause_seconds=0, archive=GarblingStore(tmp_path / "bad"))
+        garbled = LogPruning(default_days=1, pacing=TEN, archive=GarblingStore(tmp_path / "bad"))
         with pytest.raises(ArchiveMismatch):
             await prune_logs(engine, garbled, NOW_MS)
         assert await left() == (4, 4)  # nothing deleted
 
-        good = LogPruning(default_days=1, batch_rows=10, pause_seconds=0, archive=LocalFileStore(tmp_path / "good"))
+        good = LogPruning(default_days=1, pacing=TEN, archive=LocalFileStore(tmp_path / "good"))
         pruned = await prune_logs(engine, good, NOW_MS)
         assert pruned.rows == 3 and pruned.archive_files == 2  # two UTC days
         assert await left() == (1, 1)  # the counts follow the rows

@@ -18,6 +18,7 @@ from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
 from modelport.retention import partitions
 from modelport.retention.logs import prune_payloads
+from modelport.retention.pacing import Pacing
 from modelport.storage.tables import request_logs
 
 DAY_MS = 86_400_000
@@ -58,7 +59,8 @@ async def test_payloads_older_than_the_window_are_emptied_day_by_day(engine: Asy
     before = await rows_by_id(engine)
 
     cutoff_days = 2.5
-    emptied = await prune_payloads(engine, cutoff_days, batch_rows=4, pause_seconds=0, now_ms=now_ms)
+    pacing = Pacing(batch_rows=4, pause_seconds=0, busy_share=1.0)
+    emptied = await prune_payloads(engine, cutoff_days, pacing, now_ms)
 
     cutoff = now_ms - int(cutoff_days * DAY_MS)
     expected = [r.id for r in records if r.created_at_ms < cutoff and r.input is not None]
@@ -74,4 +76,4 @@ async def test_payloads_older_than_the_window_are_emptied_day_by_day(engine: Asy
         assert {k: v for k, v in row.items() if k not in ("input", "result")} == {
             k: v for k, v in old.items() if k not in ("input", "result")
         }
-    assert await prune_payloads(engine, cutoff_days, batch_rows=4, pause_seconds=0, now_ms=now_ms) == 0
+    assert await prune_payloads(engine, cutoff_days, pacing, now_ms) == 0
