@@ -177,6 +177,8 @@ def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) 
             assert r.status_code == 200
         workers = worker_pids(multi.process.pid)
         assert len(workers) >= 2
+        # Forked by the CLI before it exec'd the supervisor (they carry its command line), not spawned.
+        assert not [pid for pid in workers if b"modelport.serving" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         os.kill(workers[0], signal.SIGKILL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -186,5 +188,7 @@ def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) 
                 break
             time.sleep(0.2)
         assert pids, "the supervisor did not start a replacement worker"
+        # A replacement is a fresh interpreter.
+        assert all(b"modelport.serving" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids)
         for _ in range(10):
             assert httpx.get(multi.text_url + "/v1/models", headers=bearer(multi.demo_key)).status_code == 200
