@@ -91,8 +91,10 @@ def _config(app: object, settings: Settings, host: Host, limits: ConnectionLimit
 
 
 def import_apps() -> None:
-    """Import the apps ahead of `serve_both` (which imports them itself): `serve --workers 1` does it while
-    a first start's migration runs in its child process."""
+    """Import the apps and the event loop ahead of `serving_main` (which imports them itself): `serve` does it
+    while a first start's migration runs in its child process, and before it forks serving processes."""
+    import uvloop  # noqa: F401
+
     import modelport.apps.assemble
     import modelport.apps.media
     import modelport.apps.text
