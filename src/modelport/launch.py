@@ -1,8 +1,8 @@
 """What `modelport serve` does between its start-up work and serving: bind the listening sockets and the
-`/metrics` socket, raise the open-file limit, and with `--workers N` exec the supervisor.
+`/metrics` socket, raise the open-file limit, and with `--workers N` fork the serving processes and exec the
+supervisor.
 
-Kept apart from `server.py` so that a CLI about to exec never imports uvicorn, FastAPI or the apps: the
-supervisor's serving processes import them in their own interpreters.
+Kept apart from `server.py`, which forks the serving processes (`server.fork_serving`) and is what they run.
 """
 
 from __future__ import annotations
@@ -80,24 +80,30 @@ def serving_argv(media_sock: socket.socket, text_sock: socket.socket) -> list[st
     ]
 
 
-def exec_supervisor(
-    settings: Settings,
-    media_sock: socket.socket,
-    text_sock: socket.socket,
-    processes: int,
-    metrics_endpoint: MetricsEndpoint | None,
-) -> NoReturn:
-    """Replace this process (same PID, sockets kept open) with the lean `modelport.supervisor`.
-
-    The serving processes load the settings from the environment, so what the command line overrode is put there:
-    the interface and the bound ports (port 0 picked real ones), and `--no-workers`."""
+def serving_environment(settings: Settings) -> None:
+    """The serving processes load the settings from the environment, so what the command line overrode is put
+    there: the interface and the bound ports (port 0 picked real ones), and `--no-workers`."""
     os.environ["MODELPORT_HOST"] = settings.host
     os.environ["MODELPORT_MEDIA_PORT"] = str(settings.media_port)
     os.environ["MODELPORT_TEXT_PORT"] = str(settings.text_port)
     if not settings.tasks.run_workers:
         os.environ["MODELPORT_TASKS__RUN_WORKERS"] = "false"
     _keep_import_path()
+
+
+def exec_supervisor(
+    settings: Settings,
+    media_sock: socket.socket,
+    text_sock: socket.socket,
+    processes: int,
+    metrics_endpoint: MetricsEndpoint | None,
+    forked: list[int],
+) -> NoReturn:
+    """Replace this process (same PID, sockets kept open, `forked` serving processes still its children) with
+    the lean `modelport.supervisor`, which starts the serving processes not forked yet."""
+    serving_environment(settings)
     argv = [sys.executable, "-m", "modelport.supervisor", "--workers", str(processes)]
+    argv += [arg for pid in forked for arg in ("--adopt", str(pid))]
     argv += ["--socket-fd", str(media_sock.fileno()), "--socket-fd", str(text_sock.fileno())]
     if metrics_endpoint is not None and metrics_endpoint.sock is not None and metrics_endpoint.directory is not None:
         argv += ["--metrics-fd", str(metrics_endpoint.sock.fileno()), "--metrics-dir", str(metrics_endpoint.directory)]

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess, start_http_server, values
 
 log = logging.getLogger("modelport.metrics")
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -301,6 +301,9 @@ def prepare_multiprocess_dir() -> Path:
     else:
         path = Path(tempfile.mkdtemp(prefix="modelport-metrics-"))
     os.environ[MULTIPROC_ENV] = str(path)  # inherited by the spawned serving processes
+    # prometheus-client picked its value class when imported (before the variable was set): serving processes
+    # forked from this one create their values with it.
+    values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
     return path
 
 

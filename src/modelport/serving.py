@@ -8,10 +8,8 @@ whose descriptors are on its command line.
 from __future__ import annotations
 
 import argparse
-import socket
 
-from modelport import launch, server
-from modelport.settings import load_settings
+from modelport import server
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -19,13 +17,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--media-fd", type=int, required=True)
     parser.add_argument("--text-fd", type=int, required=True)
     args = parser.parse_args(argv)
-    settings = load_settings()
-    media_sock = socket.socket(fileno=args.media_fd)
-    text_sock = socket.socket(fileno=args.text_fd)
-    for sock in (media_sock, text_sock):
-        sock.set_inheritable(False)  # not passed on to what this process starts (media task children)
-    launch.raise_open_file_limit()
-    server.serving_main(settings, media_sock, text_sock)
+    server.serve_inherited(args.media_fd, args.text_fd)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """The parent of `serve --workers N` once start-up is done: keeps N serving processes alive.
 
 `modelport serve` (cli.py) loads the settings, runs the one-off start-up work, binds the sockets and prints
-the banner, then execs `python -m modelport.supervisor` in the same process (same PID, the listening
-sockets inherited). The CLI's modules (pydantic, SQLAlchemy, Alembic, click: ~98 MiB) are gone with the old
-image, and this module uses the standard library only (~13 MiB; prometheus-client adds ~11 MiB when
-`/metrics` is on). Each serving process is `python -m modelport.serving` with the sockets' descriptors on its command
-line; it loads the settings itself from the same environment.
+the banner, forks the serving processes (which start with the apps already imported), then execs
+`python -m modelport.supervisor` in the same process (same PID, the listening sockets inherited, the forked
+serving processes still its children: it adopts them). The CLI's modules (pydantic, SQLAlchemy, the apps:
+~100 MiB) are gone with the old image, and this module uses the standard library only (~13 MiB;
+prometheus-client adds ~11 MiB when `/metrics` is on). A serving process it starts itself (one the CLI could
+not fork, or a restart) is `python -m modelport.serving` with the sockets' descriptors on its command line;
+it loads the settings itself from the same environment.
 
 The supervisor restarts a serving process that dies (sweeping its live gauges from the metrics directory), and
 forwards SIGTERM/SIGINT to the serving processes, which drain and exit; then it exits too.
@@ -33,12 +35,20 @@ RESTART_PAUSE = 1.0
 
 
 class Supervisor:
-    def __init__(self, serving_argv: list[str], processes: int, sockets: list[socket.socket], metrics_dir: Path | None):
+    def __init__(
+        self,
+        serving_argv: list[str],
+        processes: int,
+        sockets: list[socket.socket],
+        metrics_dir: Path | None,
+        adopted: list[int] | None = None,
+    ):
         self._argv = serving_argv
         self._processes = processes
         self._sockets = sockets
         self._metrics_dir = metrics_dir
-        self._children: dict[int, float] = {}  # pid: start time
+        # pid: start time. `adopted`: serving processes the CLI forked before the exec (our children).
+        self._children: dict[int, float] = dict.fromkeys(adopted or (), time.monotonic())
         self._stopping = False
         self._failed: list[int] = []
 
@@ -65,7 +75,9 @@ class Supervisor:
     def run(self) -> int:
         for sig in _SIGNALS:
             signal.signal(sig, self._forward)
-        for _ in range(self._processes):
+        # The CLI blocked them before forking (the mask survives the exec): one that arrived since is forwarded now.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+        for _ in range(self._processes - len(self._children)):
             self._spawn()
         while self._children:
             try:
@@ -135,6 +147,7 @@ def _adopt(fd: int) -> socket.socket:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m modelport.supervisor")
     parser.add_argument("--workers", dest="processes", type=int, required=True)  # serving processes
+    parser.add_argument("--adopt", type=int, action="append", default=[], help="a serving process forked by the CLI")
     parser.add_argument("--socket-fd", type=int, action="append", default=[], help="inherited by the serving processes")
     parser.add_argument("--metrics-fd", type=int, default=None)
     parser.add_argument("--metrics-dir", type=Path, default=None)
@@ -148,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
         metrics_sock.set_inheritable(False)  # the serving processes must not hold the metrics port open
         serve_metrics(metrics_sock, args.metrics_dir)
     sockets = [_adopt(fd) for fd in args.socket_fd]
-    sys.exit(Supervisor(args.serving, args.processes, sockets, args.metrics_dir).run())
+    sys.exit(Supervisor(args.serving, args.processes, sockets, args.metrics_dir, args.adopt).run())
 
 
 if __name__ == "__main__":

@@ -44,14 +44,15 @@ class RunningServer:
 
 
 def worker_pids(parent: int) -> list[int]:
-    """The serving processes of `serve --workers N` (`python -m modelport.serving`, children of the supervisor)."""
+    """The serving processes of `serve --workers N`: the supervisor's live children (those the CLI forked before
+    exec'ing it carry the CLI's command line, those it started itself `python -m modelport.serving`)."""
     found = []
     for pid in (int(p) for p in os.popen(f"pgrep -P {parent}").read().split()):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"modelport.serving" in cmdline:
+        if b"modelport.serving" in cmdline or b"serve" in cmdline:  # a dead one not reaped yet has none
             found.append(pid)
     return found
 

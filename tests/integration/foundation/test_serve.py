@@ -177,6 +177,8 @@ def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) 
             assert r.status_code == 200
         workers = worker_pids(multi.process.pid)
         assert len(workers) >= 2
+        # Forked by the CLI before it exec'd the supervisor (they carry its command line), not spawned.
+        assert not [pid for pid in workers if b"modelport.serving" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         os.kill(workers[0], signal.SIGKILL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -186,5 +188,27 @@ def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) 
                 break
             time.sleep(0.2)
         assert pids, "the supervisor did not start a replacement worker"
+        # A replacement is a fresh interpreter.
+        assert all(b"modelport.serving" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids)
         for _ in range(10):
             assert httpx.get(multi.text_url + "/v1/models", headers=bearer(multi.demo_key)).status_code == 200
+
+
+# The CLI with a thread that outlives the start-up work: forking now would copy a process whose thread is gone.
+_WITH_A_THREAD = """
+import runpy, sys, threading, time
+threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+sys.argv[0] = "modelport"
+runpy.run_module("modelport", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_several_workers_are_spawned_fresh_when_the_cli_cannot_fork(tmp_path: Path) -> None:
+    with run_server(tmp_path, "--workers", "2", python_args=("-c", _WITH_A_THREAD)) as multi:
+        assert multi.demo_key is not None
+        workers = worker_pids(multi.process.pid)
+        assert len(workers) == 2
+        assert all(b"modelport.serving" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers)
+        for _ in range(4):
+            assert httpx.get(multi.text_url + "/v1/models", headers=bearer(multi.demo_key)).status_code == 200
+        assert multi.stop() == 0

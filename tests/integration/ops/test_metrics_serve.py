@@ -176,3 +176,16 @@ def test_counters_add_up_across_two_workers(tmp_path: Path) -> None:
             sent = upstream.last_request
             assert sent is not None
             assert sent.headers["traceparent"] == parent and sent.headers["tracestate"] == "congo=t61rcWkgMzE"
+
+
+def test_counters_add_up_when_serve_picks_the_metrics_directory(tmp_path: Path) -> None:
+    # No PROMETHEUS_MULTIPROC_DIR: the CLI makes one after prometheus-client was imported, and the serving
+    # processes it forks must still write their values there (not keep them in memory, unseen by /metrics).
+    with run_server(tmp_path, "--workers", "2", MODELPORT_METRICS_PORT="0") as server:
+        url = metrics_url(server)
+        auth = {"Authorization": f"Bearer {server.demo_key}"}
+        http = "modelport_http_requests_total"
+        before = total(scrape(url), http, host="text", route="/v1/models", status="200")
+        for _ in range(6):  # a new connection per request: the kernel spreads them over both workers
+            assert httpx.get(server.text_url + "/v1/models", headers=auth).status_code == 200
+        assert total(scrape(url), http, host="text", route="/v1/models", status="200") - before == 6
