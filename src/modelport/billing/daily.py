@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.storage.sqlite_direct import compiled_sql
 from modelport.storage.tables import ledger_daily
 
 DAY_MS = 86_400_000
@@ -78,3 +79,7 @@ async def per_day(engine: AsyncEngine, team_id: str, kind: str, first_day: int, 
     async with engine.connect() as conn:
         rows: Sequence[Any] = (await conn.execute(stmt)).all()
     return {int(day): int(amount) for day, amount in rows}
+
+
+# `bump` on `storage.sqlite_direct`'s connection: `executemany(SQLITE_BUMP, bump_params(entries))`.
+SQLITE_BUMP = compiled_sql(upsert(sqlite.insert(ledger_daily)), ["team_id", "day", "kind", "entries", "amount_micros"])

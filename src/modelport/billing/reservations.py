@@ -15,12 +15,14 @@ reservation's settlement has a fixed key, so it is applied once whatever happens
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 from sqlalchemy import and_, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.billing.settlement import Settlement, write_settlements_in
 from modelport.clock import now_ms
+from modelport.storage.sqlite_direct import compiled_sql
 from modelport.storage.tables import credit_reservations, ledger_entries
 
 log = logging.getLogger("modelport.billing.reservations")
@@ -49,6 +51,43 @@ async def insert_in(
             key_id=None if key is None else key[0],
             key_period_ms=None if key is None else key[1],
         )
+    )
+
+
+# `insert_in` on `storage.sqlite_direct`'s connection (`ledger.reserve` without a key, on SQLite).
+SQLITE_INSERT = compiled_sql(
+    insert(credit_reservations),
+    [
+        "ref",
+        "team_id",
+        "owner",
+        "amount_micros",
+        "lease_until_ms",
+        "wanted",
+        "created_at_ms",
+        "key_id",
+        "key_period_ms",
+    ],
+)
+
+
+def insert_sqlite(
+    conn: sqlite3.Connection, *, ref: str, team_id: str, owner: str, amount_micros: int, lease_until_ms: int
+) -> None:
+    """`insert_in` (no key) in a plain SQLite connection's transaction."""
+    conn.execute(
+        SQLITE_INSERT,
+        {
+            "ref": ref,
+            "team_id": team_id,
+            "owner": owner,
+            "amount_micros": amount_micros,
+            "lease_until_ms": lease_until_ms,
+            "wanted": False,
+            "created_at_ms": now_ms(),
+            "key_id": None,
+            "key_period_ms": None,
+        },
     )
 
 

@@ -34,7 +34,7 @@ from modelport.ids import new_id
 from modelport.services import ServiceKey
 from modelport.storage import sqlite_direct
 from modelport.storage.batch_writer import BatchWriter, Tuning
-from modelport.storage.tables import credit_reservations, ledger_daily, ledger_entries, settlement_keys, teams
+from modelport.storage.tables import credit_reservations, ledger_entries, settlement_keys, teams
 
 log = logging.getLogger("modelport.billing")
 SETTLEMENTS: ServiceKey[SettlementWriter] = ServiceKey("settlements")
@@ -88,7 +88,7 @@ class SettlementWriter(BatchWriter[Settlement]):
         )
 
 
-_MOVE = (
+MOVE = (
     update(teams)
     .where(teams.c.id == bindparam("team_id"))
     .values(
@@ -214,7 +214,7 @@ def _day_entries(entries: list[dict[str, Any]]) -> list[tuple[str, str, int, int
 async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> None:
     moves = _move_params(batch)
     if moves:
-        await conn.execute(_MOVE, moves)
+        await conn.execute(MOVE, moves)
     entries = _entries(batch, at)
     # After the team rows: the lock order every writer keeps is team, then its key.
     await key_budget.settle_in(conn, _key_moves(batch))
@@ -239,17 +239,14 @@ class _NeedsEngine(Exception):
     path (`notify.after_settlement`) sends it."""
 
 
+# The columns of a ledger entry as `_entries` (and `ledger`'s reservations) write it.
+ENTRY_COLUMNS = ["team_id", "kind", "amount_micros", "ref", "note", "created_at_ms"]
 _SQLITE_INSERT_KEY = sqlite_direct.compiled_sql(
     sqlite.insert(settlement_keys).on_conflict_do_nothing(index_elements=["key"]), ["key", "created_at_ms"]
 )
-_SQLITE_MOVE = sqlite_direct.compiled_sql(_MOVE)
+SQLITE_MOVE = sqlite_direct.compiled_sql(MOVE)
 _SQLITE_KEY_SETTLE = sqlite_direct.compiled_sql(key_budget.SETTLE)
-_SQLITE_ENTRY = sqlite_direct.compiled_sql(
-    insert(ledger_entries), ["team_id", "kind", "amount_micros", "ref", "note", "created_at_ms"]
-)
-_SQLITE_DAY = sqlite_direct.compiled_sql(
-    daily.upsert(sqlite.insert(ledger_daily)), ["team_id", "day", "kind", "entries", "amount_micros"]
-)
+SQLITE_ENTRY = sqlite_direct.compiled_sql(insert(ledger_entries), ENTRY_COLUMNS)
 
 
 def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) -> int:
@@ -271,14 +268,14 @@ def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) ->
         todo = _charge_only_if_gone(todo, refs - live)
     moves = _move_params(todo)
     if moves:
-        conn.executemany(_SQLITE_MOVE, moves)
+        conn.executemany(SQLITE_MOVE, moves)
     key_rows = key_budget.settle_params(_key_moves(todo))
     if key_rows:
         conn.executemany(_SQLITE_KEY_SETTLE, key_rows)
     entries = _entries(todo, at)
     if entries:
-        conn.executemany(_SQLITE_ENTRY, entries)
-        conn.executemany(_SQLITE_DAY, daily.bump_params(_day_entries(entries)))
+        conn.executemany(SQLITE_ENTRY, entries)
+        conn.executemany(daily.SQLITE_BUMP, daily.bump_params(_day_entries(entries)))
     charged = [item for item in todo if item.cost_micros]
     if notify.sqlite_would_send(
         conn, (item.team_id for item in charged), (item.team_id for item in charged if item.key_id)
