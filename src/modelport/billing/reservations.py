@@ -17,11 +17,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import and_, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.billing.settlement import Settlement, write_settlements_in
 from modelport.clock import now_ms
+from modelport.storage import sqlite_direct
 from modelport.storage.sqlite_direct import compiled_sql
 from modelport.storage.tables import credit_reservations, ledger_entries
 
@@ -116,8 +117,18 @@ async def ask_back(engine: AsyncEngine, team_id: str, owner: str, *, key_id: str
         return int(result.rowcount or 0)
 
 
+_SQLITE_ASKED_BACK = sqlite_direct.compiled_sql(
+    select(credit_reservations.c.ref).where(
+        and_(credit_reservations.c.owner == bindparam("owner"), credit_reservations.c.wanted.is_(True))
+    )
+)
+
+
 async def asked_back(engine: AsyncEngine, owner: str) -> set[str]:
     """The refs of `owner`'s reservations another process asked back."""
+    direct = sqlite_direct.for_engine(engine)
+    if direct is not None:  # polled every TICK_SECONDS: on SQLite one hand-off instead of the engine's five
+        return await direct.read(lambda conn: {ref for (ref,) in conn.execute(_SQLITE_ASKED_BACK, {"owner": owner})})
     async with engine.connect() as conn:
         rows = await conn.execute(
             select(credit_reservations.c.ref).where(

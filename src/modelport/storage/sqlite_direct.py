@@ -72,6 +72,19 @@ class DirectSqlite:
             raise
         return result
 
+    async def read(self, fn: Callable[[sqlite3.Connection], R]) -> R:
+        """Run `fn(connection)` in this connection's thread outside any explicit transaction (each statement
+        reads the latest commit, as a pooled connection's would): for reads, which need no write lock."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._read, fn)
+
+    def _read(self, fn: Callable[[sqlite3.Connection], R]) -> R:
+        conn = self._connection()
+        try:
+            return fn(conn)
+        except sqlite3.OperationalError:
+            self._close()
+            raise
+
     def _connection(self) -> sqlite3.Connection:
         with self._lock:
             stale, self._stale = self._stale, False
