@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 import threading
 import weakref
@@ -45,15 +46,24 @@ class DirectSqlite:
 
     def __init__(self, path: str) -> None:
         self._path = path
+        self._pid = os.getpid()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="modelport-sqlite-writes")
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # `reset` comes from the engine's thread (the event loop's)
         self._stale = False
 
+    def _thread(self) -> ThreadPoolExecutor:
+        if self._pid != os.getpid():
+            # A forked child: the parent's thread and connection are not its own (a connection must not cross
+            # a fork); start afresh.
+            self._pid, self._conn, self._stale, self._lock = os.getpid(), None, False, threading.Lock()
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="modelport-sqlite-writes")
+        return self._executor
+
     async def transaction(self, fn: Callable[[sqlite3.Connection], R]) -> R:
         """Run `fn(connection)` in one `BEGIN IMMEDIATE` transaction in this connection's thread: committed
         when it returns, rolled back when it raises."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._transaction, fn)
+        return await asyncio.get_running_loop().run_in_executor(self._thread(), self._transaction, fn)
 
     def _transaction(self, fn: Callable[[sqlite3.Connection], R]) -> R:
         conn = self._connection()
@@ -75,7 +85,7 @@ class DirectSqlite:
     async def read(self, fn: Callable[[sqlite3.Connection], R]) -> R:
         """Run `fn(connection)` in this connection's thread outside any explicit transaction (each statement
         reads the latest commit, as a pooled connection's would): for reads, which need no write lock."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._read, fn)
+        return await asyncio.get_running_loop().run_in_executor(self._thread(), self._read, fn)
 
     def _read(self, fn: Callable[[sqlite3.Connection], R]) -> R:
         conn = self._connection()
