@@ -21,6 +21,7 @@ from modelport import metrics
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
 from modelport.requestlog.writer import RequestLogWriter
+from modelport.storage import sqlite_direct
 from modelport.storage.db import create_engine
 from modelport.storage.tables import request_log_counts, request_logs
 from tests.support.databases import migrated_engine
@@ -69,7 +70,9 @@ async def wait_for_rows(engine: AsyncEngine, expected: int) -> None:
         await asyncio.sleep(0.05)
 
 
-async def test_close_drains_ten_thousand_pending_rows_in_batches(engine: AsyncEngine) -> None:
+async def test_close_drains_ten_thousand_pending_rows_in_batches(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     statements = 0
 
     def on_execute(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -78,6 +81,16 @@ async def test_close_drains_ten_thousand_pending_rows_in_batches(engine: AsyncEn
             statements += 1
 
     event.listen(engine.sync_engine, "before_cursor_execute", on_execute)
+    direct = sqlite_direct.for_engine(engine)
+    if direct is not None:  # SQLite: each batch is one transaction on the direct connection, not the engine's
+        transaction = direct.transaction
+
+        async def counted_transaction(fn: Any) -> Any:
+            nonlocal statements
+            statements += 1
+            return await transaction(fn)
+
+        monkeypatch.setattr(direct, "transaction", counted_transaction)
     writer = RequestLogWriter(engine, max_batch=500, flush_interval=0.2)
     await writer.start()
     for i in range(10_000):

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.storage.sqlite_direct import compiled_sql
 from modelport.storage.tables import ledger_daily
 
 DAY_MS = 86_400_000
@@ -27,26 +28,33 @@ def _insert(conn: AsyncConnection) -> Any:
 
 async def bump(conn: AsyncConnection, entries: Iterable[tuple[str, str, int, int]]) -> None:
     """Add entries (team_id, kind, amount_micros, created_at_ms) to their days' totals."""
+    params = bump_params(entries)
+    if params:
+        await conn.execute(upsert(_insert(conn)), params)
+
+
+def bump_params(entries: Iterable[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
+    """`bump`'s parameters for `upsert`: one per (team, day, kind), in that order."""
     sums: dict[tuple[str, int, str], list[int]] = defaultdict(lambda: [0, 0])
     for team_id, kind, amount, at in entries:
         acc = sums[(team_id, at // DAY_MS, kind)]
         acc[0] += 1
         acc[1] += amount
-    if not sums:
-        return
-    params = [
+    return [
         {"team_id": t, "day": d, "kind": k, "entries": n, "amount_micros": a}
         for (t, d, k), (n, a) in sorted(sums.items())
     ]
-    stmt = _insert(conn)
-    stmt = stmt.on_conflict_do_update(
+
+
+def upsert(insert: Any) -> Any:
+    """The dialect's `insert(ledger_daily)` as the add-to-the-day's-row upsert `bump` sends."""
+    return insert.on_conflict_do_update(
         index_elements=["team_id", "day", "kind"],
         set_={
-            "entries": ledger_daily.c.entries + stmt.excluded.entries,
-            "amount_micros": ledger_daily.c.amount_micros + stmt.excluded.amount_micros,
+            "entries": ledger_daily.c.entries + insert.excluded.entries,
+            "amount_micros": ledger_daily.c.amount_micros + insert.excluded.amount_micros,
         },
     )
-    await conn.execute(stmt, params)
 
 
 async def totals(engine: AsyncEngine, team_id: str, first_day: int, last_day: int) -> dict[str, tuple[int, int]]:
@@ -71,3 +79,7 @@ async def per_day(engine: AsyncEngine, team_id: str, kind: str, first_day: int, 
     async with engine.connect() as conn:
         rows: Sequence[Any] = (await conn.execute(stmt)).all()
     return {int(day): int(amount) for day, amount in rows}
+
+
+# `bump` on `storage.sqlite_direct`'s connection: `executemany(SQLITE_BUMP, bump_params(entries))`.
+SQLITE_BUMP = compiled_sql(upsert(sqlite.insert(ledger_daily)), ["team_id", "day", "kind", "entries", "amount_micros"])

@@ -78,7 +78,7 @@ async def hold_in(
     return amount
 
 
-_SETTLE = (
+SETTLE = (
     update(key_spend)
     .where(key_spend.c.key_id == bindparam("k"), key_spend.c.period_start_ms == bindparam("p"))
     .values(
@@ -91,14 +91,19 @@ _SETTLE = (
 async def settle_in(conn: AsyncConnection, moves: Iterable[tuple[str, int, int, int]]) -> None:
     """Apply (key_id, period_ms, held, cost): release `held` from frozen and count `cost` as spent. One
     update per key period, in key order (concurrent batches lock rows in one order)."""
+    rows = settle_params(moves)
+    if rows:
+        await conn.execute(SETTLE, rows)
+
+
+def settle_params(moves: Iterable[tuple[str, int, int, int]]) -> list[dict[str, Any]]:
+    """`settle_in`'s parameters for `SETTLE`, one per key period in key order."""
     sums: dict[tuple[str, int], list[int]] = {}
     for key_id, period_ms, held, cost in moves:
         total = sums.setdefault((key_id, period_ms), [0, 0])
         total[0] += held
         total[1] += cost
-    rows = [{"k": k, "p": p, "held": h, "cost": c} for (k, p), (h, c) in sorted(sums.items()) if h or c]
-    if rows:
-        await conn.execute(_SETTLE, rows)
+    return [{"k": k, "p": p, "held": h, "cost": c} for (k, p), (h, c) in sorted(sums.items()) if h or c]
 
 
 @dataclass(frozen=True, slots=True)

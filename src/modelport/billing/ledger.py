@@ -13,17 +13,19 @@ and `charge`s (the actual cost), written by `billing.settlement.write_settlement
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.billing import daily, key_budget, notify, reservations
+from modelport.billing import daily, key_budget, notify, reservations, settlement
 from modelport.billing.key_budget import KeyBudgetShort, KeyHold
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, NotFound
 from modelport.money import MAX_BALANCE_MICROS, MAX_TOPUP_USD, MICROS_PER_USD, display_usd
+from modelport.storage import sqlite_direct
 from modelport.storage.tables import ledger_entries, teams
 
 
@@ -181,6 +183,13 @@ async def reserve(
     cover `minimum_micros` though the team's balance can."""
     if minimum_micros < 0 or want_micros < minimum_micros or share_divisor < 1:
         raise InvalidParameters("reserve needs 0 <= minimum <= want and share_divisor >= 1")
+    direct = sqlite_direct.for_engine(engine) if key is None else None
+    if direct is not None:  # SQLite: the same statements in one hand-off to `storage.sqlite_direct`'s thread
+        return await direct.transaction(
+            lambda conn: _reserve_sqlite(
+                conn, team_id, want_micros, minimum_micros, ref, owner, lease_until_ms, share_divisor
+            )
+        )
     async with engine.begin() as conn:
         query = select(teams.c.balance_micros).where(teams.c.id == team_id)
         if conn.dialect.name == "postgresql":
@@ -207,6 +216,36 @@ async def reserve(
             lease_until_ms=lease_until_ms,
             key=None if key is None else (key.key_id, key.period_ms),
         )
+    return amount
+
+
+_SQLITE_BALANCE = sqlite_direct.compiled_sql(select(teams.c.balance_micros).where(teams.c.id == bindparam("team_id")))
+
+
+def _reserve_sqlite(
+    conn: sqlite3.Connection,
+    team_id: str,
+    want_micros: int,
+    minimum_micros: int,
+    ref: str,
+    owner: str,
+    lease_until_ms: int,
+    share_divisor: int,
+) -> int | None:
+    """`reserve` without a key, in a plain SQLite connection's `BEGIN IMMEDIATE` transaction (the team's row
+    is under the write lock from the start, as in the engine's)."""
+    row = conn.execute(_SQLITE_BALANCE, {"team_id": team_id}).fetchone()
+    if row is None or int(row[0]) < minimum_micros:
+        return None
+    amount = min(want_micros, max(minimum_micros, int(row[0]) // share_divisor))
+    conn.execute(settlement.SQLITE_MOVE, {"team_id": team_id, "balance_delta": -amount, "frozen_delta": amount})
+    at = now_ms()
+    entry = (team_id, "hold", -amount, ref, "credit reservation", at)
+    conn.execute(settlement.SQLITE_ENTRY, dict(zip(settlement.ENTRY_COLUMNS, entry, strict=True)))
+    conn.executemany(daily.SQLITE_BUMP, daily.bump_params([(team_id, "hold", -amount, at)]))
+    reservations.insert_sqlite(
+        conn, ref=ref, team_id=team_id, owner=owner, amount_micros=amount, lease_until_ms=lease_until_ms
+    )
     return amount
 
 

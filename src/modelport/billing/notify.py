@@ -20,6 +20,7 @@ settlements), nothing more.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -110,6 +111,29 @@ async def after_settlement(
     moves = sorted({(key_id, period) for team_id, key_id, period in key_periods if team_id in keyed})
     if moves:
         await _key_thresholds(conn, moves, keyed)
+
+
+def sqlite_would_send(conn: sqlite3.Connection, team_ids: Iterable[str], key_team_ids: Iterable[str]) -> bool:
+    """Whether `after_settlement` (same arguments: the teams charged, and the teams of the charged keys with a
+    spend limit) could send anything, read in a plain SQLite connection's transaction after the same moves
+    (`settlement`'s direct SQLite batch): only then does it need the engine's path."""
+    wanted = sorted(set(team_ids))
+    if not wanted:
+        return False
+    keyed = set(key_team_ids)
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        "SELECT n.team_id, n.balance_below_micros, n.key_spend_percent, n.balance_low_sent, t.balance_micros,"
+        " t.frozen_micros FROM team_notifications n JOIN teams t ON t.id = n.team_id"
+        f" WHERE n.team_id IN ({marks}) AND n.url IS NOT NULL",
+        wanted,
+    ).fetchall()
+    for team_id, below, percents, low_sent, balance, frozen in rows:
+        if below is not None and not low_sent and int(balance) + int(frozen) < int(below):
+            return True
+        if percents and team_id in keyed:
+            return True
+    return False
 
 
 async def _balance_low(conn: AsyncConnection, team_id: str, url: str, threshold: int, row: Any) -> None:

@@ -15,12 +15,15 @@ reservation's settlement has a fixed key, so it is applied once whatever happens
 from __future__ import annotations
 
 import logging
+import sqlite3
 
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import and_, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.billing.settlement import Settlement, write_settlements_in
 from modelport.clock import now_ms
+from modelport.storage import sqlite_direct
+from modelport.storage.sqlite_direct import compiled_sql
 from modelport.storage.tables import credit_reservations, ledger_entries
 
 log = logging.getLogger("modelport.billing.reservations")
@@ -52,6 +55,43 @@ async def insert_in(
     )
 
 
+# `insert_in` on `storage.sqlite_direct`'s connection (`ledger.reserve` without a key, on SQLite).
+SQLITE_INSERT = compiled_sql(
+    insert(credit_reservations),
+    [
+        "ref",
+        "team_id",
+        "owner",
+        "amount_micros",
+        "lease_until_ms",
+        "wanted",
+        "created_at_ms",
+        "key_id",
+        "key_period_ms",
+    ],
+)
+
+
+def insert_sqlite(
+    conn: sqlite3.Connection, *, ref: str, team_id: str, owner: str, amount_micros: int, lease_until_ms: int
+) -> None:
+    """`insert_in` (no key) in a plain SQLite connection's transaction."""
+    conn.execute(
+        SQLITE_INSERT,
+        {
+            "ref": ref,
+            "team_id": team_id,
+            "owner": owner,
+            "amount_micros": amount_micros,
+            "lease_until_ms": lease_until_ms,
+            "wanted": False,
+            "created_at_ms": now_ms(),
+            "key_id": None,
+            "key_period_ms": None,
+        },
+    )
+
+
 async def renew(engine: AsyncEngine, owner: str, lease_until_ms: int) -> set[str]:
     """Extend the lease of every reservation `owner` has; the refs that still exist (a sweep may have taken
     some, if this process could not renew in time)."""
@@ -77,8 +117,18 @@ async def ask_back(engine: AsyncEngine, team_id: str, owner: str, *, key_id: str
         return int(result.rowcount or 0)
 
 
+_SQLITE_ASKED_BACK = sqlite_direct.compiled_sql(
+    select(credit_reservations.c.ref).where(
+        and_(credit_reservations.c.owner == bindparam("owner"), credit_reservations.c.wanted.is_(True))
+    )
+)
+
+
 async def asked_back(engine: AsyncEngine, owner: str) -> set[str]:
     """The refs of `owner`'s reservations another process asked back."""
+    direct = sqlite_direct.for_engine(engine)
+    if direct is not None:  # polled every TICK_SECONDS: on SQLite one hand-off instead of the engine's five
+        return await direct.read(lambda conn: {ref for (ref,) in conn.execute(_SQLITE_ASKED_BACK, {"owner": owner})})
     async with engine.connect() as conn:
         rows = await conn.execute(
             select(credit_reservations.c.ref).where(

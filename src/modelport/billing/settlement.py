@@ -17,8 +17,10 @@ nothing more: the sweep already returned the money, so only its cost is charged,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
@@ -30,6 +32,7 @@ from modelport.billing import daily, key_budget, notify
 from modelport.clock import now_ms
 from modelport.ids import new_id
 from modelport.services import ServiceKey
+from modelport.storage import sqlite_direct
 from modelport.storage.batch_writer import BatchWriter, Tuning
 from modelport.storage.tables import credit_reservations, ledger_entries, settlement_keys, teams
 
@@ -85,7 +88,7 @@ class SettlementWriter(BatchWriter[Settlement]):
         )
 
 
-_MOVE = (
+MOVE = (
     update(teams)
     .where(teams.c.id == bindparam("team_id"))
     .values(
@@ -104,6 +107,11 @@ async def write_settlements(engine: AsyncEngine, batch: list[Settlement]) -> int
     """Apply the settlements of `batch` not applied before, in one transaction; returns how many were new."""
     if not batch:
         return 0
+    direct = sqlite_direct.for_engine(engine)
+    if direct is not None:
+        at = now_ms()
+        with contextlib.suppress(_NeedsEngine):
+            return await direct.transaction(lambda conn: _write_sqlite(conn, batch, at))
     async with engine.begin() as conn:
         return await write_settlements_in(conn, batch)
 
@@ -118,24 +126,34 @@ async def write_settlements_in(conn: AsyncConnection, batch: list[Settlement]) -
     fresh = {key for (key,) in result.all()}
     todo = await _without_swept_releases(conn, [item for item in batch if item.key in fresh])
     await _apply(conn, todo, at)
-    closed = sorted({item.release_ref for item in todo if item.closes and item.release_ref})
+    closed = _closed(todo)
     if closed:
         await conn.execute(delete(credit_reservations).where(credit_reservations.c.ref.in_(closed)))
     return len(fresh)
 
 
+def _closed(todo: list[Settlement]) -> list[str]:
+    return sorted({item.release_ref for item in todo if item.closes and item.release_ref})
+
+
+def _reservation_refs(batch: list[Settlement]) -> set[str]:
+    return {item.release_ref for item in batch if item.release_ref and item.release_ref.startswith(RESERVATION_PREFIX)}
+
+
 async def _without_swept_releases(conn: AsyncConnection, batch: list[Settlement]) -> list[Settlement]:
     # A release from a credit reservation whose row is gone: the sweep (or an earlier close) returned all of
     # it already, so releasing again would free money twice. Only the cost is charged, from the balance.
-    refs = {item.release_ref for item in batch if item.release_ref and item.release_ref.startswith(RESERVATION_PREFIX)}
+    refs = _reservation_refs(batch)
     if not refs:
         return batch
     query = select(credit_reservations.c.ref).where(credit_reservations.c.ref.in_(sorted(refs)))
     if conn.dialect.name == "postgresql":  # a sweep of these rows waits for this transaction, or skips them
         query = query.with_for_update(read=True)
     rows = await conn.execute(query)
-    live = {ref for (ref,) in rows.all()}
-    gone = refs - live
+    return _charge_only_if_gone(batch, refs - {ref for (ref,) in rows.all()})
+
+
+def _charge_only_if_gone(batch: list[Settlement], gone: set[str]) -> list[Settlement]:
     if not gone:
         return batch
     log.warning("settlements for %d reservations already returned: charged from the balance", len(gone))
@@ -144,7 +162,7 @@ async def _without_swept_releases(conn: AsyncConnection, batch: list[Settlement]
     ]
 
 
-async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> None:
+def _move_params(batch: list[Settlement]) -> list[dict[str, Any]]:
     # The balance moves are additive, so one UPDATE per team (not per settlement) gives the same balances.
     # Teams in id order: concurrent batches (several processes on PostgreSQL) lock rows in one order.
     moves: dict[str, list[int]] = {}
@@ -152,9 +170,10 @@ async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> Non
         move = moves.setdefault(item.team_id, [0, 0])
         move[0] += item.held_micros - item.cost_micros
         move[1] -= item.held_micros
-    if moves:
-        rows = [{"team_id": team, "balance_delta": b, "frozen_delta": f} for team, (b, f) in sorted(moves.items())]
-        await conn.execute(_MOVE, rows)
+    return [{"team_id": team, "balance_delta": b, "frozen_delta": f} for team, (b, f) in sorted(moves.items())]
+
+
+def _entries(batch: list[Settlement], at: int) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     for item in batch:
         if item.held_micros:
@@ -181,18 +200,28 @@ async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> Non
                     "created_at_ms": at,
                 }
             )
+    return entries
+
+
+def _key_moves(batch: list[Settlement]) -> list[tuple[str, int, int, int]]:
+    return [(item.key_id, item.key_period_ms, item.held_micros, item.cost_micros) for item in batch if item.key_id]
+
+
+def _day_entries(entries: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:
+    return [(str(e["team_id"]), str(e["kind"]), int(e["amount_micros"]), int(e["created_at_ms"])) for e in entries]
+
+
+async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> None:
+    moves = _move_params(batch)
+    if moves:
+        await conn.execute(MOVE, moves)
+    entries = _entries(batch, at)
     # After the team rows: the lock order every writer keeps is team, then its key.
-    await key_budget.settle_in(
-        conn,
-        ((item.key_id, item.key_period_ms, item.held_micros, item.cost_micros) for item in batch if item.key_id),
-    )
+    await key_budget.settle_in(conn, _key_moves(batch))
     if entries:
         await conn.execute(insert(ledger_entries), entries)
         # After the team rows above: a team's day totals are only locked under its team row's lock.
-        await daily.bump(
-            conn,
-            [(str(e["team_id"]), str(e["kind"]), int(e["amount_micros"]), int(e["created_at_ms"])) for e in entries],
-        )
+        await daily.bump(conn, _day_entries(entries))
     # Charges lower balances and key spends: a team's notification thresholds are crossed here, if anywhere.
     charged = [item for item in batch if item.cost_micros]
     await notify.after_settlement(
@@ -200,6 +229,62 @@ async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> Non
         (item.team_id for item in charged),
         ((item.team_id, item.key_id, item.key_period_ms) for item in charged if item.key_id),
     )
+
+
+# -- SQLite: the same batch in one hand-off to `storage.sqlite_direct`'s thread ----------------------------
+
+
+class _NeedsEngine(Exception):
+    """A notification may be due: the batch is rolled back and written through the engine instead, whose
+    path (`notify.after_settlement`) sends it."""
+
+
+# The columns of a ledger entry as `_entries` (and `ledger`'s reservations) write it.
+ENTRY_COLUMNS = ["team_id", "kind", "amount_micros", "ref", "note", "created_at_ms"]
+_SQLITE_INSERT_KEY = sqlite_direct.compiled_sql(
+    sqlite.insert(settlement_keys).on_conflict_do_nothing(index_elements=["key"]), ["key", "created_at_ms"]
+)
+SQLITE_MOVE = sqlite_direct.compiled_sql(MOVE)
+_SQLITE_KEY_SETTLE = sqlite_direct.compiled_sql(key_budget.SETTLE)
+SQLITE_ENTRY = sqlite_direct.compiled_sql(insert(ledger_entries), ENTRY_COLUMNS)
+
+
+def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) -> int:
+    """`write_settlements_in`, statement for statement, in `sqlite_direct`'s thread and transaction."""
+    keys = [{"key": k, "created_at_ms": at} for k in sorted({item.key for item in batch})]
+    conn.execute("SAVEPOINT keys")
+    if conn.executemany(_SQLITE_INSERT_KEY, keys).rowcount == len(keys):
+        fresh = {row["key"] for row in keys}
+    else:  # some were applied before (a retried batch, a replayed spill file): find which, one by one
+        conn.execute("ROLLBACK TO keys")
+        fresh = {row["key"] for row in keys if conn.execute(_SQLITE_INSERT_KEY, row).rowcount}
+    conn.execute("RELEASE keys")
+    todo = [item for item in batch if item.key in fresh]
+    refs = _reservation_refs(todo)
+    if refs:
+        wanted = sorted(refs)
+        marks = ",".join("?" * len(wanted))
+        live = {ref for (ref,) in conn.execute(f"SELECT ref FROM credit_reservations WHERE ref IN ({marks})", wanted)}
+        todo = _charge_only_if_gone(todo, refs - live)
+    moves = _move_params(todo)
+    if moves:
+        conn.executemany(SQLITE_MOVE, moves)
+    key_rows = key_budget.settle_params(_key_moves(todo))
+    if key_rows:
+        conn.executemany(_SQLITE_KEY_SETTLE, key_rows)
+    entries = _entries(todo, at)
+    if entries:
+        conn.executemany(SQLITE_ENTRY, entries)
+        conn.executemany(daily.SQLITE_BUMP, daily.bump_params(_day_entries(entries)))
+    charged = [item for item in todo if item.cost_micros]
+    if notify.sqlite_would_send(
+        conn, (item.team_id for item in charged), (item.team_id for item in charged if item.key_id)
+    ):
+        raise _NeedsEngine
+    closed = _closed(todo)
+    if closed:
+        conn.execute(f"DELETE FROM credit_reservations WHERE ref IN ({','.join('?' * len(closed))})", closed)
+    return len(fresh)
 
 
 # Far longer than any spill file waits for its replay (the next start of a process on that machine).

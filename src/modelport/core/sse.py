@@ -47,8 +47,8 @@ class SSEParser:
         self._pending_cr = False
         self._buffer += text
         events: list[SSEEvent] = []
-        pos = 0
-        for match in _LINE_END.finditer(self._buffer):
+        pos = self._whole_events(events) if "\r" not in self._buffer else 0
+        for match in _LINE_END.finditer(self._buffer, pos):
             self._handle_line(self._buffer[pos : match.start()], events)
             pos = match.end()
         if pos and pos == len(self._buffer) and self._buffer[pos - 1] == "\r":
@@ -65,6 +65,33 @@ class SSEParser:
             self._buffer = ""
         self._dispatch(events)
         return events
+
+    def _whole_events(self, events: list[SSEEvent]) -> int:
+        """The common shapes, a whole event at a time: `data: …` or `event: …` then `data: …`, each ended by a
+        blank line, while no other event is half read (what nearly every upstream sends, parsed here without
+        going line by line). Returns where the line-by-line parsing takes over. Needs a buffer without
+        `\r`: its line ends are all `\n`."""
+        buffer = self._buffer
+        pos = 0
+        while not self._has_data and self._event is None:
+            end = buffer.find("\n\n", pos)
+            if end < 0:
+                break
+            event: str | None = None
+            data_at = pos
+            line_end = buffer.find("\n", pos, end)
+            if line_end >= 0:  # two lines or more: only `event:` + `data:` here
+                if not buffer.startswith("event:", pos) or buffer.find("\n", line_end + 1, end) >= 0:
+                    break
+                event = buffer[pos + 6 : line_end]
+                event = event[1:] if event.startswith(" ") else event
+                data_at = line_end + 1
+            if not buffer.startswith("data:", data_at):
+                break
+            data = buffer[data_at + 5 : end]
+            events.append(SSEEvent(event or None, data[1:] if data.startswith(" ") else data, self._id))
+            pos = end + 2
+        return pos
 
     def _handle_line(self, line: str, events: list[SSEEvent]) -> None:
         if line == "":

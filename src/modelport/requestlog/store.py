@@ -1,6 +1,7 @@
 """Writing log rows: the only code that inserts into `request_logs`.
 
-Each batch goes in one transaction: `INSERT ... ON CONFLICT (id) DO NOTHING RETURNING id`, then the
+Each batch goes in one transaction: `INSERT ... ON CONFLICT (id) DO NOTHING RETURNING id` (on SQLite, through
+`storage.sqlite_direct`: the batch's rows at once, then row by row only if some were there already), then the
 hourly counters and the daily usage rollups (`usage_daily`) of the rows that were really inserted are
 bumped. A batch retried after an ambiguous failure (committed, but the acknowledgement was lost)
 therefore neither duplicates a row nor counts it twice. Anything that later deletes log rows must
@@ -9,6 +10,7 @@ decrement `request_log_counts` (and, if the usage should follow, `usage_daily`) 
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.requestlog.record import LogRecord, RequestStatus
+from modelport.storage.sqlite_direct import compiled_sql, for_engine
 from modelport.storage.tables import request_log_counts, request_logs, usage_daily
 
 HOUR_MS = 3_600_000
@@ -33,6 +36,31 @@ def _insert(conn: AsyncConnection, table: Table) -> Any:
     return sqlite.insert(table)
 
 
+def _counts_upsert(insert: Any) -> Any:
+    return insert.on_conflict_do_update(
+        index_elements=["team_id", "svc_user_id", "hour"],
+        set_={"n": request_log_counts.c.n + insert.excluded.n},
+    )
+
+
+def _usage_upsert(insert: Any) -> Any:
+    return insert.on_conflict_do_update(
+        index_elements=["team_id", "day", "key_id", "provider", "model_name"],
+        set_={name: usage_daily.c[name] + insert.excluded[name] for name in _USAGE_FIELDS},
+    )
+
+
+# SQLite's batches go through `sqlite_direct` (one hand-off per batch): the same statements, compiled once.
+_LOG_COLUMNS = [c.key for c in request_logs.c]
+_SQLITE_INSERT_LOG = compiled_sql(sqlite.insert(request_logs).on_conflict_do_nothing(), _LOG_COLUMNS)
+_SQLITE_BUMP_COUNTS = compiled_sql(
+    _counts_upsert(sqlite.insert(request_log_counts)), ["team_id", "svc_user_id", "hour", "n"]
+)
+_SQLITE_BUMP_USAGE = compiled_sql(
+    _usage_upsert(sqlite.insert(usage_daily)), ["team_id", "day", "key_id", "provider", "model_name", *_USAGE_FIELDS]
+)
+
+
 async def insert_logs(engine: AsyncEngine, records: Sequence[LogRecord]) -> int:
     """Insert the rows not yet present and count them; returns how many were new."""
     if not records:
@@ -41,36 +69,53 @@ async def insert_logs(engine: AsyncEngine, records: Sequence[LogRecord]) -> int:
     # A stable lock order: two writers replaying overlapping batches cannot deadlock on PostgreSQL.
     rows.sort(key=lambda r: r["id"])
     by_id = {r["id"]: r for r in rows}
+    direct = for_engine(engine)
+    if direct is not None:
+        return await direct.transaction(lambda conn: _insert_sqlite(conn, list(by_id.values())))
     async with engine.begin() as conn:
         # No conflict target: the primary key is (id) on SQLite, (id, created_at_ms) on PostgreSQL's
         # partitioned table (migration 0020); a retried row has the same both.
         stmt: Insert = _insert(conn, request_logs).on_conflict_do_nothing()
         result = await conn.execute(stmt.returning(request_logs.c.id), list(by_id.values()))
         inserted = [by_id[row_id] for (row_id,) in result.all()]
-        await _bump_counts(conn, inserted)
-        await _bump_usage(conn, inserted)
+        counts = _count_params(inserted)
+        if counts:
+            await conn.execute(_counts_upsert(_insert(conn, request_log_counts)), counts)
+        usage = _usage_params(inserted)
+        if usage:
+            await conn.execute(_usage_upsert(_insert(conn, usage_daily)), usage)
     return len(inserted)
 
 
-async def _bump_counts(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+def _insert_sqlite(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> int:
+    """`insert_logs` in `sqlite_direct`'s thread and transaction."""
+    conn.execute("SAVEPOINT logs")
+    inserted = rows
+    if conn.executemany(_SQLITE_INSERT_LOG, rows).rowcount != len(rows):
+        # Some were there already (a retried batch, a replayed spill file): row by row, to count only the new.
+        conn.execute("ROLLBACK TO logs")
+        inserted = [row for row in rows if conn.execute(_SQLITE_INSERT_LOG, row).rowcount]
+    conn.execute("RELEASE logs")
+    counts = _count_params(inserted)
+    if counts:
+        conn.executemany(_SQLITE_BUMP_COUNTS, counts)
+    usage = _usage_params(inserted)
+    if usage:
+        conn.executemany(_SQLITE_BUMP_USAGE, usage)
+    return len(inserted)
+
+
+def _count_params(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     counts: Counter[tuple[str, str, int]] = Counter()
     for row in rows:
         hour = row["created_at_ms"] // HOUR_MS
         counts[(row["team_id"], ALL_USERS, hour)] += 1
         if row["svc_user_id"]:
             counts[(row["team_id"], row["svc_user_id"], hour)] += 1
-    if not counts:
-        return
-    params = [{"team_id": t, "svc_user_id": u, "hour": h, "n": n} for (t, u, h), n in sorted(counts.items())]
-    stmt = _insert(conn, request_log_counts)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["team_id", "svc_user_id", "hour"],
-        set_={"n": request_log_counts.c.n + stmt.excluded.n},
-    )
-    await conn.execute(stmt, params)
+    return [{"team_id": t, "svc_user_id": u, "hour": h, "n": n} for (t, u, h), n in sorted(counts.items())]
 
 
-async def _bump_usage(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+def _usage_params(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     sums: dict[tuple[str, int, str, str, str], list[int]] = {}
     for row in rows:
         key = (row["team_id"], row["created_at_ms"] // DAY_MS, row["key_id"] or "", row["provider"], row["model_name"])
@@ -81,10 +126,8 @@ async def _bump_usage(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> 
         acc[3] += row["completion_tokens"] or 0
         acc[4] += row["cached_tokens"] or 0
         acc[5] += row["cost_micros"] or 0
-    if not sums:
-        return
     # Sorted: concurrent writers lock the rollup rows in one order (no deadlock on PostgreSQL).
-    params = [
+    return [
         {
             "team_id": t,
             "day": d,
@@ -95,9 +138,3 @@ async def _bump_usage(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> 
         }
         for (t, d, k, p, m), acc in sorted(sums.items())
     ]
-    stmt = _insert(conn, usage_daily)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["team_id", "day", "key_id", "provider", "model_name"],
-        set_={name: usage_daily.c[name] + stmt.excluded[name] for name in _USAGE_FIELDS},
-    )
-    await conn.execute(stmt, params)

@@ -90,3 +90,44 @@ def test_recorded_bodies_parse_to_their_data_lines() -> None:
         named = [line[6:].strip() for line in body.splitlines() if line.startswith("event:")]
         if named:
             assert [e.event for e in events] == named
+
+
+# Whole `data:` and `event:`+`data:` events (parsed a whole event at a time) mixed with every shape that is
+# parsed line by line, `\n` line ends only (the whole-event path needs them).
+MIXED = (
+    b'data: {"a":1}\n\n'
+    b"event: x\ndata: y\n\n"
+    b"event:z\ndata:w\n\n"
+    b": comment\n"
+    b"data: a\ndata: b\n\n"
+    b"id: 7\n"
+    b"event: q\n"
+    b"data\n\n"
+    b"event: e\nid: 3\ndata: d\n\n"
+    b"event: \ndata: no name\n\n"
+    b"data:  two spaces\n\n"
+    b"event: a\nevent: b\ndata: c\n\n"
+    b"datax: 1\n\n"
+    b"data: \xc3\xa9\n\n"
+)
+MIXED_EXPECTED = [
+    SSEEvent(None, '{"a":1}'),
+    SSEEvent("x", "y"),
+    SSEEvent("z", "w"),
+    SSEEvent(None, "a\nb"),
+    SSEEvent("q", "", "7"),
+    SSEEvent("e", "d", "3"),
+    SSEEvent(None, "no name", "3"),
+    SSEEvent(None, " two spaces", "3"),
+    SSEEvent("b", "c", "3"),
+    SSEEvent(None, "\u00e9", "3"),
+]
+
+
+def test_whole_events_and_line_by_line_agree_at_every_split() -> None:
+    assert parse_sse(MIXED) == MIXED_EXPECTED
+    for cut in range(1, len(MIXED)):
+        for second in (cut, min(len(MIXED), cut + 7)):
+            parser = SSEParser()
+            events = [*parser.feed(MIXED[:cut]), *parser.feed(MIXED[cut:second]), *parser.feed(MIXED[second:])]
+            assert events + parser.close() == MIXED_EXPECTED, (cut, second)
