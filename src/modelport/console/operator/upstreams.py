@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.catalog_spec import Deployment
-from modelport.console.admin.common import MASK, masked_url, operator, page
-from modelport.console.admin.queries import LogFilter, list_logs
 from modelport.console.deps import require_operator
+from modelport.console.operator.common import MASK, masked_url, operator, page
+from modelport.console.operator.queries import LogFilter, list_logs
 from modelport.upstreams.health import DEPLOYMENT_HEALTH, DeploymentHealth
 from modelport.web.deps import get_services
 
@@ -64,4 +64,4 @@ async def upstreams_page(request: Request) -> Response:
         "mask": MASK,
         "pid": os.getpid(),
     }
-    return page(request, "admin/upstreams.html", context)
+    return page(request, "operator/upstreams.html", context)
