@@ -19,6 +19,7 @@ from modelport.catalog_spec import Deployment
 from modelport.console.deps import require_operator
 from modelport.console.operator.common import MASK, masked_url, operator, page
 from modelport.console.operator.queries import LogFilter, list_logs
+from modelport.requestlog.record import RequestStatus
 from modelport.upstreams.health import DEPLOYMENT_HEALTH, DeploymentHealth
 from modelport.web.deps import get_services
 
@@ -54,7 +55,7 @@ async def upstreams_page(request: Request) -> Response:
         for model in sorted(snapshot.text.values(), key=lambda m: m.id)
         for i, d in enumerate(model.deployments)
     ]
-    errors = await list_logs(services.db, LogFilter(status="error"), None)
+    errors = await list_logs(services.db, LogFilter(status=RequestStatus.ERROR), None)
     context = {
         "title": "Upstream deployments",
         "active": "upstreams",
