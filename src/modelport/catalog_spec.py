@@ -87,10 +87,10 @@ class TextModel(BaseModel):
         return self.id.split("/", 1)[1]
 
 
-UpstreamMediaKind = Literal["openai_images", "openai_image_edits", "openai_speech", "submit_poll"]
+HostedProviderKind = Literal["openai_images", "openai_image_edits", "openai_speech", "submit_poll"]
 
 
-class MediaUpstream(BaseModel):
+class HostedProvider(BaseModel):
     """A hosted media provider that runs a media model's tasks (docs/api/media-upstreams.md).
 
     `openai_images` (POST /v1/images/generations), `openai_image_edits` (POST /v1/images/edits, multipart)
@@ -101,7 +101,7 @@ class MediaUpstream(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: UpstreamMediaKind
+    kind: HostedProviderKind
     # The provider's name: the key of its concurrency limit (shared by every model naming it) and in logs.
     name: str = Field(min_length=1, max_length=64)
     base_url: str
@@ -165,7 +165,7 @@ class MediaModel(BaseModel):
     # The embedded implementation that runs its tasks (`media.tasks.models`), or the hosted provider that
     # does (`upstream`); with neither, no task can run.
     runner: str | None = None
-    upstream: MediaUpstream | None = None
+    upstream: HostedProvider | None = None
     # USD per output unit (`price_unit`): the price frozen at creation is this times the units asked for.
     price_usd: Decimal = Field(default=Decimal(0), ge=0, le=Decimal(1000))
     # `1k_characters`: per 1,000 characters of text, counted exactly (1,500 characters cost 1.5 times the price).

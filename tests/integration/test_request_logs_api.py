@@ -121,10 +121,16 @@ async def world(engine: AsyncEngine, tmp_path: Path) -> AsyncIterator[World]:
         writer.record(rec)
     await writer.aclose()
 
-    app = create_text_app(build_services(Settings(data_dir=tmp_path, auth_cache_seconds=0), engine=engine))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://text.test") as client:
-        yield World(client, key_a, key_b, rows_a, rows_b)
+    services = build_services(Settings(data_dir=tmp_path, auth_cache_seconds=0), engine=engine)
+    transport = httpx.ASGITransport(app=create_text_app(services))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://text.test") as client:
+            yield World(client, key_a, key_b, rows_a, rows_b)
+    finally:
+        # No lifespan runs under ASGITransport: close the services here, or a key's `last_used_at` write
+        # still running holds a pooled connection past the engine's disposal (an unclosed aiosqlite
+        # connection, reported by the garbage collector during a later test).
+        await services.aclose()
 
 
 async def get_logs(world: World, key: str | None = None, **params: Any) -> httpx.Response:

@@ -43,11 +43,18 @@ class RunningServer:
         return self.process.wait(timeout=timeout)
 
 
+def child_pids(parent: int) -> list[int]:
+    """The process ids of `parent`'s children (`pgrep -P`, waited for: `os.popen(...).read()` left its pipe
+    and process to the garbage collector, which reported both as ResourceWarnings in a later test)."""
+    listed = subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True, timeout=30, check=False)
+    return [int(p) for p in listed.stdout.split()]
+
+
 def worker_pids(parent: int) -> list[int]:
     """The serving processes of `serve --workers N`: the supervisor's live children (those the CLI forked before
     exec'ing it carry the CLI's command line, those it started itself `python -m modelport.serving`)."""
     found = []
-    for pid in (int(p) for p in os.popen(f"pgrep -P {parent}").read().split()):
+    for pid in child_pids(parent):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:

@@ -1,4 +1,4 @@
-"""The media host app (`/api/v1/...`, the admin API, public file downloads)."""
+"""The media host app (`/api/v1/...`, the operator API `/admin/v1/...`, public file downloads)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from modelport.apps import admin
+from modelport.apps import operator_api
 from modelport.apps.assemble import build_services
 from modelport.apps.factory import base_app, finish_app
 from modelport.apps.text import create_text_app
-from modelport.console.admin import ROUTERS as ADMIN_ROUTERS
 from modelport.console.app import mount_console
+from modelport.console.operator import ROUTERS as OPERATOR_ROUTERS
 from modelport.errors import NotFound
 from modelport.media import audit_api, keys_api, notifications_api, utility
 from modelport.media.assets import routes as asset_routes
@@ -33,15 +33,15 @@ def create_media_app(services: Services | None = None, settings: Settings | None
     # A browser opening the media host's URL lands in the console; API clients keep the JSON answer.
     app = base_app(services, host="media", title="modelport media host", browser_home="/console/")
     mount_console(
-        app, services, ADMIN_ROUTERS
+        app, services, OPERATOR_ROUTERS
     )  # before the tasks' `/{provider}/{model}` routes, which would take /console/x
     app.include_router(reference_router(_text_document(services)))  # /docs, likewise
     # Tasks last: their `POST /{provider}/{model}` must not shadow the fixed routes before them.
     for router in (
         utility.router,
         keys_api.router,
-        admin.router,
-        audit_api.admin_router,
+        operator_api.router,
+        audit_api.operator_router,
         audit_api.team_router,
         notifications_api.router,
         file_routes.router,

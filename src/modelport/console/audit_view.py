@@ -1,4 +1,4 @@
-"""What the audit log's console pages share (`team/audit.py`, `admin/audit.py`): the events for the page's
+"""What the audit log's console pages share (`team/audit.py`, `operator/audit.py`): the events for the page's
 filters, paging back by id, and `?format=csv` for the same filters. The filters are read by the audit
 API's `audit_filter`, so their 400s are the API's."""
 

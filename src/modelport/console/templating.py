@@ -1,7 +1,8 @@
 """Rendering console pages: one Jinja2 environment over `templates/`, autoescaped.
 
 Templates get `request`, `auth` (the signed-in team, if any), `url(path)` (a console-relative path made
-absolute under the mount point), `static(path)`, `csrf_field()` and `csrf_token()`, and the filters
+absolute under the mount point), `static(path)`, `csrf_field()` and `csrf_token()`, the status enums
+(`TaskStatus`, `RequestStatus`, `DeliveryStatus`, `AttemptOutcome`), and the filters
 `usd` (micro-USD), `when` (UNIX ms as UTC) and `num` (thousands separators).
 """
 
@@ -17,6 +18,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from modelport.console.csrf import FIELD, csrf_token
+from modelport.media.tasks.states import TaskStatus
+from modelport.requestlog.record import RequestStatus
+from modelport.storage.webhook_states import AttemptOutcome, DeliveryStatus
 
 _env = Environment(
     loader=PackageLoader("modelport.console", "templates"),
@@ -76,6 +80,10 @@ TEAM_NAV = (
     ("/audit", "Audit log", "audit"),
 )
 _env.globals["team_nav"] = TEAM_NAV
+# The status enums, so templates compare with `TaskStatus.SUCCESS` rather than a spelled-out string.
+_env.globals.update(
+    TaskStatus=TaskStatus, RequestStatus=RequestStatus, DeliveryStatus=DeliveryStatus, AttemptOutcome=AttemptOutcome
+)
 
 
 def _context(request: Request, context: dict[str, Any] | None) -> dict[str, Any]:

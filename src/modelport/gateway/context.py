@@ -1,9 +1,10 @@
-"""What the pipeline knows about one text request: its context (business facts, fixed once admitted), its
-timings (for the latency metrics only), and how it ended (`Outcome`, built by the pipeline alone from what
-the upstream caller and the relay return)."""
+"""What the pipeline knows about one text request: its context (business facts, fixed once admitted), what
+admission decided (`Admission`, returned by metering), its timings (for the latency metrics only), and how
+it ended (`Outcome`, built by the pipeline alone from what the upstream caller and the relay return)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,26 @@ from modelport.errors import ServiceError
 from modelport.requestlog.record import RequestStatus
 
 CLIENT_GONE = "client disconnected"
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What metering's admission decided for a request it let through (`Metering.admit` returns it; the
+    pipeline keeps it on the context)."""
+
+    # The hold taken from the team's credit reservation, settled when the request ends.
+    held_micros: int
+    # The output cap the team's credit allows when it cannot cover the model's maximum output; None: no cap
+    # is added (the client's own, if any, goes upstream as it sent it).
+    output_cap: int | None
+    # The team's inference rate limit as `X-RateLimit-*` response headers.
+    headers: Mapping[str, str]
+    # Tokens counted against token-per-minute limits (estimated input + expected output; 0: no such limit).
+    tpm_tokens: int
+
+
+# Before admission (and for a request refused by it): nothing held, no cap.
+NOT_ADMITTED = Admission(held_micros=0, output_cap=None, headers={}, tpm_tokens=0)
 
 
 @dataclass(slots=True)
@@ -34,13 +55,11 @@ class RequestContext:
     started_ms: int
     # The client's request body as it came (the fast path forwards these bytes with only `model` spliced in).
     raw_body: bytes = b""
-    # Filled in by admission (billing) and by the call.
-    held_micros: int = 0
-    # The output cap the team's credit allows when it cannot cover the model's maximum output; None: no cap
-    # is added (the client's own, if any, goes upstream as it sent it).
-    output_cap: int | None = None
+    # Set by the pipeline from metering's answer.
+    admission: Admission = NOT_ADMITTED
     # The canonical request was changed after decoding (own media inlined): the body cannot be forwarded as is.
     rewritten: bool = False
+    # Headers every answer to this request carries (rate limits, then the cost); written by the pipeline alone.
     extra_response_headers: dict[str, str] = field(default_factory=dict)
     # Tracing (None when off): the request span's context.
     trace: Any = None

@@ -33,11 +33,10 @@ from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_inp
 from modelport.clock import now_ms
 from modelport.core.usage import Usage
 from modelport.errors import InsufficientQuota, RateLimited, RequestLimited
-from modelport.gateway.context import Outcome, Refusal, RequestContext
+from modelport.gateway.context import Admission, Outcome, Refusal, RequestContext
 from modelport.gateway.logsink import RequestLogSink
 from modelport.gateway.output_hold import output_hold
 from modelport.metrics import SPEND, TEXT_OUTCOMES, TOKENS
-from modelport.money import micros_to_usd
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
 from modelport.requestlog.record import RequestStatus
 from modelport.services import ServiceKey
@@ -104,7 +103,9 @@ class Metering:
         self._flush: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
 
-    async def admit(self, ctx: RequestContext) -> None:
+    async def admit(self, ctx: RequestContext) -> Admission:
+        """Let the request through (what was decided is returned; nothing on `ctx` is written) or raise the
+        refusal, after logging it. The hold, lease and counted tokens stay here until `finish`."""
         tier = self._settings.tier(ctx.auth.tier)
         team = ctx.auth.team_id
         decision = await self._limiters.rate.hit(f"team:{team}:inference", tier.inference_rpm)
@@ -113,7 +114,6 @@ class Metering:
             limited = rate_limited_error(decision, f"inference rate limit of {tier.inference_rpm} requests per minute")
             self._log_refusal(ctx, limited.status, limited.text_message)
             raise limited
-        ctx.extra_response_headers.update(headers)
         limits = ctx.auth.limits
         if limits is not None and limits.rpm is not None:
             await self._rate(
@@ -124,6 +124,7 @@ class Metering:
                 "this API key's rate limit of {} requests per minute",
             )
         hold = output_hold(ctx, self._settings.credit.min_output_tokens)
+        tokens = 0
         if tier.tpm is not None or (limits is not None and limits.tpm is not None):
             # The client's cap, else the minimum output cap: a rate limit, not money, so the model's whole
             # maximum output is not assumed; the count is corrected to the usage when the request ends.
@@ -185,12 +186,12 @@ class Metering:
             )
             self._log_refusal(ctx, poor.status, poor.text_message)
             raise poor
-        if allocation.estimate_micros < hold.estimate:
-            # The team's credit covers less than the model's maximum output: the answer is capped to what it
-            # covers, on every path (docs/api/text-gateway.md, Billing).
-            ctx.output_cap = hold.covered_tokens(allocation.estimate_micros)
-        ctx.held_micros = allocation.estimate_micros
         self._allocations[ctx.request_id] = allocation
+        # The team's credit covers less than the model's maximum output: the answer is capped to what it
+        # covers, on every path (docs/api/text-gateway.md, Billing).
+        held = allocation.estimate_micros
+        cap = hold.covered_tokens(held) if held < hold.estimate else None
+        return Admission(held_micros=held, output_cap=cap, headers=headers, tpm_tokens=tokens)
 
     async def _rate(
         self,
@@ -245,14 +246,13 @@ class Metering:
             if delta:
                 await self._limiters.rate.adjust(key, limit, 60, delta)
 
-    def finish(self, ctx: RequestContext, outcome: Outcome) -> None:
+    def finish(self, ctx: RequestContext, outcome: Outcome) -> int:
+        """Settle and log the request (once); returns its cost in micro-USD."""
         usage = billed_usage(ctx, outcome)
         if ctx.request_id in self._tokens:
             self._return_tokens(ctx, usage)
         cost = cost_micros(usage, ctx.model.prices) if usage is not None else 0
         _record(ctx.model.id, outcome.status, usage, cost)
-        # Non-streaming responses are built after this runs, so they carry the cost; streams cannot.
-        ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
         allocation = self._allocations.pop(ctx.request_id, None)
         if allocation is not None:
             self._credit.settle(allocation, cost, ctx.request_id)
@@ -261,6 +261,7 @@ class Metering:
             self._spawn_release(lease)
         if self.log_sink is not None:
             self.log_sink(ctx, outcome, usage, cost)
+        return cost
 
     def refuse(self, refusal: Refusal) -> None:
         if self.log_sink is not None:

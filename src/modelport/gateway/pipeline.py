@@ -26,7 +26,7 @@ from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, ServiceError
 from modelport.gateway.answer import BodyAnswer, StreamAnswer
 from modelport.gateway.call_metrics import record_call
-from modelport.gateway.context import CLIENT_GONE, Outcome, Refusal, Relayed, RequestContext, Timings
+from modelport.gateway.context import CLIENT_GONE, Admission, Outcome, Refusal, Relayed, RequestContext, Timings
 from modelport.gateway.headers import SVC_HEADERS, pick_headers, session_id, svc_user_id
 from modelport.gateway.live_streams import LiveStreams
 from modelport.gateway.metering import Metering
@@ -34,6 +34,7 @@ from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
+from modelport.money import micros_to_usd
 from modelport.protocols import CODECS
 from modelport.requestlog.record import RequestStatus
 from modelport.services import ServiceKey
@@ -148,10 +149,9 @@ class TextGateway:
 
     async def _run(self, request: Request, ctx: RequestContext, timings: Timings) -> BodyAnswer | StreamAnswer:
         # Cheap refusals first: limits and balance before reading any of our own media from storage.
-        if ctx.trace is None:
-            await self.metering.admit(ctx)
-        else:
-            await _traced_admission(self.metering, ctx)
+        admission = await (self.metering.admit(ctx) if ctx.trace is None else _traced_admission(self.metering, ctx))
+        ctx.admission = admission
+        ctx.extra_response_headers.update(admission.headers)
         opened: list[OpenCall] = []  # the answered call, known even if the client leaves while it is read
         try:
             ctx.rewritten = await self.own_media.inline(ctx.canonical)
@@ -215,9 +215,11 @@ class TextGateway:
         )
         record_call(ctx, outcome, timings)
         if ctx.trace is None:
-            self.metering.finish(ctx, outcome)
+            cost = self.metering.finish(ctx, outcome)
         else:
-            _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
+            cost = _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
+        # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
+        ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
 
 
 def _failed(message: str, http_status: int) -> Outcome:
@@ -243,17 +245,18 @@ def _relayed(relayed: Relayed) -> Outcome:
     )
 
 
-async def _traced_admission(metering: Metering, ctx: RequestContext) -> None:
+async def _traced_admission(metering: Metering, ctx: RequestContext) -> Admission:
     span = tracing.start("admission", {"modelport.model": ctx.model.id}, parent=ctx.trace)
     try:
-        await metering.admit(ctx)
+        admission = await metering.admit(ctx)
     except ServiceError as exc:
         tracing.end(span, {"http.response.status_code": exc.status}, error=exc.text_message)
         raise
-    tracing.end(span, {"modelport.held_usd": ctx.held_micros / 1_000_000})
+    tracing.end(span, {"modelport.held_usd": admission.held_micros / 1_000_000})
+    return admission
 
 
-def _traced_settlement(metering: Metering, ctx: RequestContext, upstream_span: Any, outcome: Outcome) -> None:
+def _traced_settlement(metering: Metering, ctx: RequestContext, upstream_span: Any, outcome: Outcome) -> int:
     """The end of the upstream span (the answer is over), then settlement: cost, charge, log row (queued)."""
     usage = outcome.usage
     tracing.end(
@@ -266,9 +269,9 @@ def _traced_settlement(metering: Metering, ctx: RequestContext, upstream_span: A
         error=outcome.error if outcome.status == RequestStatus.ERROR else None,
     )
     span = tracing.start("settlement", parent=ctx.trace)
-    metering.finish(ctx, outcome)
-    cost = ctx.extra_response_headers.get("X-Modelport-Cost", "0")
-    tracing.end(span, {"modelport.cost_usd": float(cost), "modelport.outcome": outcome.status})
+    cost = metering.finish(ctx, outcome)
+    tracing.end(span, {"modelport.cost_usd": float(micros_to_usd(cost)), "modelport.outcome": outcome.status})
+    return cost
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T:

@@ -143,7 +143,7 @@ class UpstreamCaller:
     ) -> tuple[dict[str, Any], bool, bytes | None]:
         """The upstream body, whether the relay must drop an unasked usage chunk, and the exact bytes to send
         when the body is the client's own but for `model` (None: serialise the body)."""
-        cap = ctx.output_cap  # set only when the team's credit cannot cover the model's maximum output
+        cap = ctx.admission.output_cap  # set only when the team's credit cannot cover the model's maximum output
         if fast:
             body = dict(ctx.body)
             body["model"] = deployment.model

@@ -16,11 +16,11 @@ from modelport.accounts import service as accounts
 from modelport.accounts.audit import ACTOR_KINDS, AuditFilter, list_events
 from modelport.accounts.auth import AuthContext
 from modelport.errors import Forbidden, InvalidParameters
-from modelport.web.deps import admin_auth, get_services, media_auth
+from modelport.web.deps import get_services, media_auth, operator_auth
 from modelport.web.envelope import ok
 from modelport.web.query_int import MAX_QUERY_INT, query_int
 
-admin_router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[Depends(admin_auth)])
+operator_router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[Depends(operator_auth)])
 team_router = APIRouter(prefix="/api/v1", tags=["audit"])
 MAX_LIMIT = 500
 MAX_TEXT = 64
@@ -76,12 +76,12 @@ async def audit_page(request: Request, team_id: str | None) -> dict[str, object]
     return {"events": events, "next_before_id": next_before}
 
 
-@admin_router.get(
+@operator_router.get(
     "/audit",
     summary="The audit log: every change by an operator or a team admin",
     openapi_extra={"parameters": [_TEAM, *_FILTERS]},
 )
-async def admin_audit(request: Request) -> Response:
+async def operator_audit(request: Request) -> Response:
     ref = _text(request, "team", MAX_TEAM_REF)
     team_id = None if ref is None else (await accounts.get_team(get_services(request).db, ref)).id
     return ok(await audit_page(request, team_id))

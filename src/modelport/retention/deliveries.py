@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.retention.pacing import Pacing
 from modelport.storage.tables import webhook_attempts, webhook_deliveries
+from modelport.storage.webhook_states import DeliveryStatus
 
 DAY_MS = 86_400_000
 
@@ -31,7 +32,7 @@ class EventDeliveries:
             .where(
                 d.source.in_(("notification", "operator")),
                 d.created_at_ms < now_ms - int(self.days * DAY_MS),
-                d.status != "pending",
+                d.status != DeliveryStatus.PENDING,
             )
             .limit(self.pacing.batch_rows)
         )
@@ -46,7 +47,9 @@ class EventDeliveries:
                     await conn.execute(delete(webhook_attempts).where(webhook_attempts.c.delivery_id.in_(ids)))
                 ).rowcount
                 removed["webhook_deliveries"] += (
-                    await conn.execute(delete(webhook_deliveries).where(d.id.in_(ids), d.status != "pending"))
+                    await conn.execute(
+                        delete(webhook_deliveries).where(d.id.in_(ids), d.status != DeliveryStatus.PENDING)
+                    )
                 ).rowcount
             if len(ids) < self.pacing.batch_rows:
                 return removed

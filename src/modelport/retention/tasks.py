@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from sqlalchemy import and_, delete, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.media.tasks.states import TERMINAL
 from modelport.retention.pacing import Pacing
 from modelport.storage.tables import media_tasks, webhook_attempts, webhook_deliveries
+from modelport.storage.webhook_states import DeliveryStatus
 
 DAY_MS = 86_400_000
-FINISHED = ("success", "failed", "cancelled")
 
 
 @dataclass
@@ -33,12 +34,12 @@ async def prune_tasks(engine: AsyncEngine, days: float, pacing: Pacing, now_ms: 
         return pruned
     cutoff = now_ms - int(days * DAY_MS)
     t, d = media_tasks.c, webhook_deliveries.c
-    held = exists().where(d.task_id == t.id, d.status == "pending", d.lease_until_ms > now_ms)
+    held = exists().where(d.task_id == t.id, d.status == DeliveryStatus.PENDING, d.lease_until_ms > now_ms)
     due = (
         select(t.id)
         .where(
             t.created_at_ms < cutoff,  # ended >= created: walks ix_media_tasks_created_id
-            t.status.in_(FINISHED),
+            t.status.in_(TERMINAL),
             t.ended_at_ms < cutoff,
             or_(t.result_expires_at_ms.is_(None), t.result_expires_at_ms <= now_ms),
             ~held,
@@ -58,7 +59,7 @@ async def prune_tasks(engine: AsyncEngine, days: float, pacing: Pacing, now_ms: 
             ).rowcount
             pruned.deliveries += (await conn.execute(delete(webhook_deliveries).where(d.task_id.in_(ids)))).rowcount
             pruned.tasks += (
-                await conn.execute(delete(media_tasks).where(and_(t.id.in_(ids), t.status.in_(FINISHED))))
+                await conn.execute(delete(media_tasks).where(and_(t.id.in_(ids), t.status.in_(TERMINAL))))
             ).rowcount
         if len(ids) < pacing.batch_rows:
             return pruned

@@ -154,8 +154,9 @@ async def admin_token_matches(request: Request, candidate: str) -> bool:
     return False
 
 
-async def admin_auth(request: Request) -> None:
-    """Admin routes answer 404 (not 401) when no admin token is configured: they do not exist then."""
+async def operator_auth(request: Request) -> None:
+    """Operator routes (`/admin/v1/...`) answer 404 (not 401) when no admin token is configured: they do not
+    exist then."""
     if get_services(request).settings.admin_token is None:
         raise NotFound(f"no route {request.method} {request.url.path}")
     try:

@@ -39,6 +39,7 @@ from tests.integration.tasks.helpers import (
     free_port,
     make_team,
     migrate,
+    reap,
     start_worker,
     task_env,
     wait_ended,
@@ -274,7 +275,7 @@ def _backlog_and_storage(tmp_path: Path, database_url: str) -> None:
             time.sleep(SETTLE_SECONDS)
         finally:
             worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=60)
+            reap(worker)
         for event_type in ("tasks.backlog", "tasks.backlog.resolved", "storage.low"):
             assert len(events(receiver, event_type)) == 1, event_type
             assert len(outbox_rows(database_url, event_type)) == 1, event_type

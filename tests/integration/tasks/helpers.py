@@ -152,6 +152,16 @@ def start_worker(data_dir: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return process
 
 
+def reap(process: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Wait for a stopped (signalled) worker and close its stdout pipe, which the GC would otherwise report
+    as a ResourceWarning during a later test."""
+    try:
+        process.wait(timeout=timeout)
+    finally:
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 def admin(server: RunningServer, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     got = httpx.request(
         method,

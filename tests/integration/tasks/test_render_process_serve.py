@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.integration.tasks.helpers import Team, create, free_port, make_team, task_env, task_server, wait_ended
-from tests.support.server import RunningServer
+from tests.support.server import RunningServer, child_pids
 
 # The bound of issue 27: a serving process that rendered images holds at most this between renders (it
 # held 300-700 MiB when renders ran in its own threads; ~110 MiB with the render process).
@@ -44,7 +44,7 @@ def rss_mib(pid: int) -> float:
 
 def render_processes(parent: int) -> list[int]:
     found = []
-    for pid in (int(p) for p in os.popen(f"pgrep -P {parent}").read().split()):
+    for pid in child_pids(parent):
         try:
             if CHILD_MARK in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)

@@ -22,6 +22,7 @@ from tests.integration.tasks.helpers import (
     ledger_report,
     make_team,
     migrate,
+    reap,
     start_worker,
     task_env,
     task_server,
@@ -108,6 +109,7 @@ def _worker_crash(tmp_path: Path, database_url: str) -> None:
             finally:
                 if first.poll() is None:
                     first.kill()
+                reap(first)
             running_when_killed = [i for i in ids if before_kill.statuses[i] == "processing"]
             assert running_when_killed, before_kill.statuses
 
@@ -118,7 +120,7 @@ def _worker_crash(tmp_path: Path, database_url: str) -> None:
                 check_webhooks(server, team, receiver, ids)
             finally:
                 second.send_signal(signal.SIGTERM)
-                second.wait(timeout=60)
+                reap(second)
         report = ledger_report(database_url, team.id)
         assert_settled_once(report, ids, images_per_task=2)
         # The runs the first worker lost were finished by the second.

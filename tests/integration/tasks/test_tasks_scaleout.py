@@ -30,6 +30,7 @@ from tests.integration.tasks.helpers import (
     ledger_report,
     make_team,
     migrate,
+    reap,
     start_worker,
     task_env,
     task_server,
@@ -129,7 +130,7 @@ def _scale_out(tmp_path: Path, database_url: str) -> None:
             for worker in workers:
                 worker.send_signal(signal.SIGTERM)
             for worker in workers:
-                worker.wait(timeout=60)
+                reap(worker)
 
         assert refused > 0  # the burst met the limit
         assert len(accepted) == TASKS and all(t["status"] == "success" for t in ended.values())

@@ -78,10 +78,25 @@ async def failed_task_for_team(engine: AsyncEngine, team_id: str, url: str, give
 
 
 BOX = secret_box("webhook-sender-test-secret-key")
+# Fetchers made by `sender()` (the sender does not own its fetcher: in a server it is a shared service),
+# closed after each test by `close_fetchers`, or their aiohttp sessions are reported unclosed.
+_FETCHERS: list[SafeFetcher] = []
+
+
+async def close_fetchers() -> None:
+    while _FETCHERS:
+        await _FETCHERS.pop().aclose()
+
+
+@pytest.fixture(autouse=True)
+async def _fetchers_closed() -> AsyncIterator[None]:
+    yield
+    await close_fetchers()
 
 
 def sender(engine: AsyncEngine, receiver: WebhookReceiver, **settings: object) -> WebhookSender:
     fetcher = SafeFetcher(NetSettings(allow_hosts=receiver.host))
+    _FETCHERS.append(fetcher)
     options: dict[str, object] = {"schedule_seconds": [0, 0.2, 0.2], "jitter_fraction": 0, "timeout_seconds": 1.0}
     options.update(settings)
     return WebhookSender(engine, fetcher, WebhookSettings.model_validate(options), BOX)

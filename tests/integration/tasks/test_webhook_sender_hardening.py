@@ -20,6 +20,7 @@ from modelport.net.retry_after import retry_after_seconds
 from modelport.storage.tables import webhook_deliveries
 from tests.integration.tasks.helpers import WebhookReceiver
 from tests.integration.tasks.test_webhook_sender import (
+    close_fetchers,
     deliver_due,
     failed_task_for_team,
     failed_task_with_webhook,
@@ -35,6 +36,12 @@ ODD = ["²", "--5", "-5", "soon", "Mon, 99 Foo 2025 99:99:99 GMT", "1e9999", "٣
 async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     async with migrated_engine("sqlite", tmp_path) as eng:
         yield eng
+
+
+@pytest.fixture(autouse=True)
+async def _fetchers_closed() -> AsyncIterator[None]:
+    yield
+    await close_fetchers()  # the fetchers `sender()` made
 
 
 @pytest.mark.parametrize("value", ODD)
@@ -131,4 +138,3 @@ async def test_a_slow_team_cannot_hold_every_slot(engine: AsyncEngine) -> None:
         finally:
             release.set()
             await asyncio.gather(*s._inflight, return_exceptions=True)
-            await s._fetcher.aclose()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from modelport.catalog_spec import TextModel
-from modelport.console.admin.common import masked_url
+from modelport.console.operator.common import masked_url
 from modelport.gateway.routing import FAILURES_BEFORE_COOLDOWN, DeploymentRouter
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.catalog_spec import MediaModel, MediaUpstream
+from modelport.catalog_spec import HostedProvider, MediaModel
+from modelport.media.tasks.hosted import media as hosted
 from modelport.media.tasks.inputs import check_input_url
 from modelport.media.tasks.models import TaskModelSpec, task_model_spec
-from modelport.media.tasks.upstream import runner as hosted
 from modelport.net import SafeFetcher
 
 
@@ -44,12 +44,12 @@ class Hosted:
     """A provider runs the task; the run calls it and stores what it returns."""
 
     model: MediaModel
-    upstream: MediaUpstream
+    provider: HostedProvider
 
     async def check_inputs(
         self, engine: AsyncEngine, fetcher: SafeFetcher, team_id: str, params: dict[str, Any]
     ) -> None:
-        await hosted.check_inputs(engine, fetcher, team_id, self.upstream, params)
+        await hosted.check_inputs(engine, fetcher, team_id, self.provider, params)
 
     def units(self, params: dict[str, Any]) -> int:
         return hosted.units(self.model, params)

@@ -24,6 +24,8 @@ from modelport.media.files.storage import FileStore
 from modelport.media.files.stored import put_new
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.backend import Embedded, Hosted, backend_of
+from modelport.media.tasks.hosted.client import ProviderFailed
+from modelport.media.tasks.hosted.media import HostedMedia
 from modelport.media.tasks.inputs import InputUnavailable, read_input
 from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.models import RenderControl, RenderedFile, RenderStopped
@@ -31,8 +33,6 @@ from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.render.host import RenderFailed, RenderHost, RenderRefused
 from modelport.media.tasks.repository import EventOf, StoredFile, TaskRow
 from modelport.media.tasks.states import TERMINAL, TaskStatus
-from modelport.media.tasks.upstream.client import UpstreamFailed
-from modelport.media.tasks.upstream.runner import UpstreamMedia
 from modelport.media.webhooks.events import TaskEvent
 from modelport.net import SafeFetcher
 from modelport.settings import TasksSettings
@@ -67,15 +67,13 @@ class TaskExecutor:
         # leaves behind goes back to the system (see render/host.py).
         self.renders = RenderHost(threads=settings.render_threads, idle_seconds=settings.render_idle_seconds)
         # Tasks of hosted media providers (catalog entries with `upstream`).
-        self._upstream = UpstreamMedia(
-            engine=engine, fetcher=fetcher, store=store, lease_seconds=settings.lease_seconds
-        )
+        self._hosted = HostedMedia(engine=engine, fetcher=fetcher, store=store, lease_seconds=settings.lease_seconds)
 
     async def aclose(self) -> None:
         """Stop the render process (a render still running is dropped; its task runs again once its lease
         runs out); close the providers' connections."""
         await self.renders.aclose()
-        await self._upstream.aclose()
+        await self._hosted.aclose()
 
     @property
     def _lease_ms(self) -> int:
@@ -219,7 +217,7 @@ class TaskExecutor:
         if backend is None:
             raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
         if isinstance(backend, Hosted):
-            outputs = await self._upstream_outputs(backend, task, lost, control)
+            outputs = await self._hosted_outputs(backend, task, lost, control)
         else:
             outputs = await self._render(backend, task, lost, control)
         if lost.is_set():
@@ -276,7 +274,7 @@ class TaskExecutor:
             raise _TaskError("internal_error", f"the model failed: {exc.kind}") from exc
         return outputs
 
-    async def _upstream_outputs(
+    async def _hosted_outputs(
         self, backend: Hosted, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
         """The provider's outputs; unlike a render thread, the calls stop at once when the run loses its task
@@ -286,7 +284,7 @@ class TaskExecutor:
         def report(fraction: float) -> None:
             control.fraction = fraction
 
-        call = asyncio.create_task(self._upstream.run(backend.model, task, report))
+        call = asyncio.create_task(self._hosted.run(backend.model, task, report))
         try:
             await _until_lost(call, lost)
         finally:
@@ -298,7 +296,7 @@ class TaskExecutor:
             raise _LeaseLost()
         try:
             return call.result()
-        except UpstreamFailed as exc:
+        except ProviderFailed as exc:
             raise _TaskError(exc.code, exc.message) from exc
 
     async def _discard(self, files: list[StoredFile]) -> None:

@@ -13,7 +13,7 @@ import asyncio
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.catalog_spec import MediaUpstream
+from modelport.catalog_spec import HostedProvider
 from modelport.errors import InvalidParameters, ServiceError
 from modelport.media.assets.refs import is_asset_ref, resolve_asset_ref
 from modelport.media.files.storage import FileStore, ObjectMissing
@@ -44,7 +44,7 @@ async def check_input_url(
     field: str,
     value: object,
     *,
-    provider: MediaUpstream | None = None,
+    provider: HostedProvider | None = None,
 ) -> None:
     """Raises InvalidParameters (400) naming `field` if the value can never be read. `provider`: the field
     is one of a hosted provider's `asset_fields`, read by the provider itself: an asset must be in its asset

@@ -560,7 +560,7 @@ class Backlog:
 
 async def backlog(engine: AsyncEngine, *, cutoff_ms: int | None = None) -> Backlog:
     """Counts and the oldest queued task, through `ix_media_tasks_status_created` (its first entry)."""
-    queued = media_tasks.c.status == "queued"
+    queued = media_tasks.c.status == TaskStatus.QUEUED
     async with engine.connect() as conn:
         oldest = (
             await conn.execute(

@@ -8,7 +8,7 @@ import asyncio
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.media.tasks.upstream import slots
+from modelport.media.tasks.hosted import slots
 
 
 async def test_racing_tasks_never_exceed_the_limit(engine: AsyncEngine) -> None:

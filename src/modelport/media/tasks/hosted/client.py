@@ -1,5 +1,5 @@
 """HTTP calls to a hosted media provider: its key, its timeout, 429 with `Retry-After` waited out, brief
-retries of connection errors and 5xx, and every failure turned into one `UpstreamFailed` with a task error
+retries of connection errors and 5xx, and every failure turned into one `ProviderFailed` with a task error
 code. The provider's base URL is the operator's (from the catalog), so it is called directly; URLs the
 provider hands back (outputs) go through the SSRF-safe fetcher instead (`runner.py`)."""
 
@@ -14,11 +14,11 @@ from typing import Any
 import aiohttp
 import orjson
 
-from modelport.catalog_spec import MediaUpstream
+from modelport.catalog_spec import HostedProvider
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.net.retry_after import retry_after_seconds as parse_retry_after
 
-log = logging.getLogger("modelport.media.upstream")
+log = logging.getLogger("modelport.media.hosted")
 
 # Connection errors and 5xx: this many attempts in all, 1 s, 2 s, 4 s apart.
 ATTEMPTS = 4
@@ -32,7 +32,7 @@ ERROR_EXCERPT = 300
 MAX_ANSWER_BYTES = 200 * 1024 * 1024
 
 
-class UpstreamFailed(Exception):
+class ProviderFailed(Exception):
     """The provider refused or failed the task: it ends `failed` with `code`, and is refunded."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -51,7 +51,7 @@ class Answer:
         try:
             return orjson.loads(self.body)
         except orjson.JSONDecodeError as exc:
-            raise UpstreamFailed(
+            raise ProviderFailed(
                 "upstream_error", f"the provider answered {self.status} with a body that is not JSON"
             ) from exc
 
@@ -70,20 +70,20 @@ def _excerpt(body: bytes) -> str:
 
 
 class ProviderClient:
-    def __init__(self, upstream: MediaUpstream, session: aiohttp.ClientSession) -> None:
-        self.upstream = upstream
+    def __init__(self, provider: HostedProvider, session: aiohttp.ClientSession) -> None:
+        self.provider = provider
         self._session = session
 
     def url(self, path_or_url: str) -> str:
-        return path_or_url if "://" in path_or_url else self.upstream.base_url + path_or_url
+        return path_or_url if "://" in path_or_url else self.provider.base_url + path_or_url
 
     def _headers(self) -> dict[str, str]:
-        headers = dict(self.upstream.headers)
-        if self.upstream.api_key_env:
-            key = os.environ.get(self.upstream.api_key_env, "")
+        headers = dict(self.provider.headers)
+        if self.provider.api_key_env:
+            key = os.environ.get(self.provider.api_key_env, "")
             if key:
                 UPSTREAM_SECRETS.add([key])  # known before any answer can quote it
-                scheme = self.upstream.auth_scheme
+                scheme = self.provider.auth_scheme
                 headers["Authorization"] = f"{scheme} {key}" if scheme else key
         return headers
 
@@ -91,11 +91,11 @@ class ProviderClient:
         self, method: str, path_or_url: str, *, json: Any = None, form: aiohttp.FormData | None = None
     ) -> Answer:
         """One logical call: 429s waited out (as long as the task lives), connection errors and 5xx retried
-        `ATTEMPTS` times; any other non-2xx raises UpstreamFailed(`upstream_rejected`)."""
+        `ATTEMPTS` times; any other non-2xx raises ProviderFailed(`upstream_rejected`)."""
         url = self.url(path_or_url)
         failures = 0
         limited = 0
-        timeout = aiohttp.ClientTimeout(total=self.upstream.timeout_seconds, connect=10)
+        timeout = aiohttp.ClientTimeout(total=self.provider.timeout_seconds, connect=10)
         while True:
             try:
                 async with self._session.request(
@@ -105,39 +105,39 @@ class ProviderClient:
                     async for chunk in response.content.iter_chunked(1 << 16):
                         body += chunk
                         if len(body) > MAX_ANSWER_BYTES:
-                            raise UpstreamFailed(
+                            raise ProviderFailed(
                                 "upstream_error",
-                                f"provider {self.upstream.name} sent an answer over {MAX_ANSWER_BYTES} bytes",
+                                f"provider {self.provider.name} sent an answer over {MAX_ANSWER_BYTES} bytes",
                             )
                     answer = Answer(response.status, response.headers.get("Content-Type", ""), bytes(body))
                     retry_after = response.headers.get("Retry-After")
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 failures += 1
                 if failures >= ATTEMPTS:
-                    raise UpstreamFailed(
+                    raise ProviderFailed(
                         "upstream_unavailable",
-                        f"provider {self.upstream.name} could not be reached: {type(exc).__name__}",
+                        f"provider {self.provider.name} could not be reached: {type(exc).__name__}",
                     ) from exc
                 await asyncio.sleep(2 ** (failures - 1))
                 continue
             if answer.status == 429:
                 delay = retry_after_seconds(retry_after, limited)
                 limited += 1
-                log.info("provider %s: 429, retrying in %.1f s", self.upstream.name, delay)
+                log.info("provider %s: 429, retrying in %.1f s", self.provider.name, delay)
                 await asyncio.sleep(delay)
                 continue
             if answer.status >= 500:
                 failures += 1
                 if failures >= ATTEMPTS:
                     said = _excerpt(answer.body)
-                    raise UpstreamFailed(
-                        "upstream_error", f"provider {self.upstream.name} answered {answer.status}: {said}"
+                    raise ProviderFailed(
+                        "upstream_error", f"provider {self.provider.name} answered {answer.status}: {said}"
                     )
                 await asyncio.sleep(2 ** (failures - 1))
                 continue
             if not 200 <= answer.status < 300:
-                raise UpstreamFailed(
+                raise ProviderFailed(
                     "upstream_rejected",
-                    f"provider {self.upstream.name} refused the task ({answer.status}): {_excerpt(answer.body)}",
+                    f"provider {self.provider.name} refused the task ({answer.status}): {_excerpt(answer.body)}",
                 )
             return answer

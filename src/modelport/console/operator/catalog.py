@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.catalog_spec import MediaModel, TextModel
-from modelport.console.admin.common import MASK, back, flash, form_fields, masked_url, operator, page
 from modelport.console.deps import require_operator
+from modelport.console.operator.common import MASK, back, flash, form_fields, masked_url, operator, page
 from modelport.errors import InvalidParameters, NotFound, ServiceError
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
@@ -81,7 +81,7 @@ async def models_page(request: Request) -> Response:
         "text_models": sorted(snapshot.text.values(), key=lambda m: m.id),
         "media_models": list(snapshot.media.values()),
     }
-    return page(request, "admin/models.html", context)
+    return page(request, "operator/models.html", context)
 
 
 @router.get("/models/edit")
@@ -109,7 +109,7 @@ async def edit_page(request: Request) -> Response:
         "mask": MASK,
         "error": None,
     }
-    return page(request, "admin/model_edit.html", context)
+    return page(request, "operator/model_edit.html", context)
 
 
 @router.post("/models")
@@ -135,7 +135,7 @@ async def save_model(request: Request) -> Response:
             "mask": MASK,
             "error": message,
         }
-        return page(request, "admin/model_edit.html", context, status=400)
+        return page(request, "operator/model_edit.html", context, status=400)
     flash(request, f"Saved {slug}; every process uses it within the catalog refresh interval.")
     return back(request, "/admin/models")
 

@@ -1,8 +1,8 @@
-"""The admin JSON API (`/admin/v1/...` on the media host), guarded by MODELPORT_ADMIN_TOKEN.
+"""The operator's JSON API (public path `/admin/v1/...` on the media host), guarded by MODELPORT_ADMIN_TOKEN.
 
 Same verbs as `modelport admin ...` and the operator console, all through `billing.operator.Operator`;
 responses use the media envelope. With no admin token configured
-every admin route is a 404.
+every operator route is a 404.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from modelport.errors import InvalidParameters
 from modelport.money import display_usd
 from modelport.retention.stats import read_figures
 from modelport.web.actor import request_actor
-from modelport.web.deps import admin_auth, get_services
+from modelport.web.deps import get_services, operator_auth
 from modelport.web.envelope import ok
 
-router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[Depends(admin_auth)])
+router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[Depends(operator_auth)])
 
 
 class _Body(BaseModel):

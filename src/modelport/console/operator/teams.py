@@ -8,10 +8,10 @@ from starlette.responses import Response
 
 from modelport.billing.key_budget import key_spend_view
 from modelport.billing.topups import tier_rank
-from modelport.console.admin.common import back, flash, form_fields, operator, page
-from modelport.console.admin.queries import find_keys
 from modelport.console.deps import require_operator
 from modelport.console.key_forms import form_values, key_form_fields
+from modelport.console.operator.common import back, flash, form_fields, operator, page
+from modelport.console.operator.queries import find_keys
 from modelport.errors import ServiceError
 from modelport.money import display_usd
 from modelport.web.deps import get_services
@@ -34,7 +34,7 @@ async def teams_page(request: Request) -> Response:
         "suspended": sum(1 for t in teams if t.suspended),
         "first_tier": get_services(request).settings.tiers[0].name,
     }
-    return page(request, "admin/teams.html", context)
+    return page(request, "operator/teams.html", context)
 
 
 @router.post("/teams")
@@ -74,7 +74,7 @@ async def _team_page(request: Request, team_ref: str, *, new_key: str | None = N
         "console_sessions": await op.session_count(team.id),
         "default_log_days": get_services(request).settings.retention.request_logs_days,
     }
-    return page(request, "admin/team.html", context)
+    return page(request, "operator/team.html", context)
 
 
 @router.get("/teams/{team_ref}")
@@ -189,7 +189,7 @@ async def revoke_key(request: Request, key_id: str) -> Response:
 
 @router.get("/keys")
 async def keys_page(request: Request) -> Response:
-    return page(request, "admin/keys.html", {"title": "Find a key", "active": "keys", "query": "", "keys": []})
+    return page(request, "operator/keys.html", {"title": "Find a key", "active": "keys", "query": "", "keys": []})
 
 
 @router.post("/keys")
@@ -197,4 +197,4 @@ async def find_keys_page(request: Request) -> Response:
     # A POST: a whole key pasted here must not end up in a URL (access logs, browser history).
     query = (await form_fields(request)).get("q", "")[:200]
     found = await find_keys(get_services(request).db, query) if query else []
-    return page(request, "admin/keys.html", {"title": "Find a key", "active": "keys", "query": query, "keys": found})
+    return page(request, "operator/keys.html", {"title": "Find a key", "active": "keys", "query": query, "keys": found})

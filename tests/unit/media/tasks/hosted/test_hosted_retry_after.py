@@ -5,7 +5,7 @@ from __future__ import annotations
 import email.utils
 import time
 
-from modelport.media.tasks.upstream.client import MAX_429_BACKOFF_SECONDS, MAX_RETRY_AFTER_SECONDS, retry_after_seconds
+from modelport.media.tasks.hosted.client import MAX_429_BACKOFF_SECONDS, MAX_RETRY_AFTER_SECONDS, retry_after_seconds
 
 
 def test_delta_seconds_capped() -> None:

@@ -16,9 +16,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.catalog_spec import Deployment
-from modelport.console.admin.common import MASK, masked_url, operator, page
-from modelport.console.admin.queries import LogFilter, list_logs
 from modelport.console.deps import require_operator
+from modelport.console.operator.common import MASK, masked_url, operator, page
+from modelport.console.operator.queries import LogFilter, list_logs
+from modelport.requestlog.record import RequestStatus
 from modelport.upstreams.health import DEPLOYMENT_HEALTH, DeploymentHealth
 from modelport.web.deps import get_services
 
@@ -54,7 +55,7 @@ async def upstreams_page(request: Request) -> Response:
         for model in sorted(snapshot.text.values(), key=lambda m: m.id)
         for i, d in enumerate(model.deployments)
     ]
-    errors = await list_logs(services.db, LogFilter(status="error"), None)
+    errors = await list_logs(services.db, LogFilter(status=RequestStatus.ERROR), None)
     context = {
         "title": "Upstream deployments",
         "active": "upstreams",
@@ -64,4 +65,4 @@ async def upstreams_page(request: Request) -> Response:
         "mask": MASK,
         "pid": os.getpid(),
     }
-    return page(request, "admin/upstreams.html", context)
+    return page(request, "operator/upstreams.html", context)

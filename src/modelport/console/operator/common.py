@@ -14,7 +14,7 @@ from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 
 # (console path, label, the `active` key a page sets)
-ADMIN_NAV = (
+OPERATOR_NAV = (
     ("/admin/", "Teams", "teams"),
     ("/admin/keys", "Keys", "keys"),
     ("/admin/models", "Models and prices", "models"),
@@ -53,7 +53,7 @@ def flash(request: Request, text: str, *, error: bool = False) -> None:
 
 def page(request: Request, template: str, context: dict[str, Any], *, status: int = 200) -> HTMLResponse:
     shown = request.session.pop(_FLASH, None)
-    values = {"admin_nav": ADMIN_NAV, "flash": shown if isinstance(shown, dict) else None, **context}
+    values = {"operator_nav": OPERATOR_NAV, "flash": shown if isinstance(shown, dict) else None, **context}
     return render(request, template, values, status=status)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from modelport.console.admin import activity, audit, catalog, retention, teams, upstreams
+from modelport.console.operator import activity, audit, catalog, retention, teams, upstreams
 
 ROUTERS: tuple[APIRouter, ...] = (
     teams.router,

@@ -10,8 +10,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.clock import now_ms
-from modelport.console.admin.common import operator, page
-from modelport.console.admin.queries import (
+from modelport.console.deps import require_operator
+from modelport.console.operator.common import operator, page
+from modelport.console.operator.queries import (
     LOG_STATUSES,
     TASK_STATUSES,
     Cursor,
@@ -22,7 +23,6 @@ from modelport.console.admin.queries import (
     list_tasks,
     queue_state,
 )
-from modelport.console.deps import require_operator
 from modelport.errors import NotFound
 from modelport.web.deps import get_services
 
@@ -89,7 +89,7 @@ async def logs_page(request: Request) -> Response:
         "first_link": _link(shown),
         "recent": recent,
     }
-    return page(request, "admin/logs.html", context)
+    return page(request, "operator/logs.html", context)
 
 
 @router.get("/logs/{log_id}")
@@ -97,7 +97,7 @@ async def log_page(request: Request, log_id: str) -> Response:
     row = await get_log(get_services(request).db, log_id)
     if row is None:
         raise NotFound(f"no request {log_id!r}")
-    return page(request, "admin/log.html", {"title": f"Request {log_id}", "active": "logs", "row": row})
+    return page(request, "operator/log.html", {"title": f"Request {log_id}", "active": "logs", "row": row})
 
 
 @router.get("/tasks")
@@ -122,7 +122,7 @@ async def tasks_page(request: Request) -> Response:
         "next_link": None if found.next is None else _link(shown, found.next),
         "first_link": _link(shown),
     }
-    return page(request, "admin/tasks.html", context)
+    return page(request, "operator/tasks.html", context)
 
 
 @router.get("/queue")
@@ -138,4 +138,4 @@ async def queue_page(request: Request) -> Response:
         if services.db.dialect.name == "postgresql"
         else "in-memory, per process",
     }
-    return page(request, "admin/queue.html", context)
+    return page(request, "operator/queue.html", context)

@@ -2,7 +2,7 @@
 
 A provider with limit N has rows `(provider, 0..N-1)` in `upstream_slots` (inserted on first use). A task
 takes a slot with a compare-and-swap on a row that is free or whose lease ran out, renews it while it runs,
-and frees it (only if it still holds it) when its upstream call ends. No get-then-set: two processes that
+and frees it (only if it still holds it) when its provider call ends. No get-then-set: two processes that
 pick the same free row race on one UPDATE and exactly one wins. Lowering the limit in the catalog leaves the
 higher rows unused; raising it adds rows.
 """
@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.clock import now_ms
 from modelport.storage.tables import upstream_slots
 
-log = logging.getLogger("modelport.media.upstream")
+log = logging.getLogger("modelport.media.hosted")
 
 # How often a task waiting for a slot looks again (a freed slot is taken within this).
 WAIT_SECONDS = 0.25

@@ -7,8 +7,8 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
-from modelport.console.admin.common import operator, page
 from modelport.console.deps import require_operator
+from modelport.console.operator.common import operator, page
 from modelport.retention.stats import read_figures
 from modelport.web.deps import get_services
 
@@ -27,4 +27,4 @@ async def retention_page(request: Request) -> Response:
         "own_windows": [t for t in teams if t.log_days is not None],
         "database": services.db.dialect.name,
     }
-    return page(request, "admin/retention.html", context)
+    return page(request, "operator/retention.html", context)
