@@ -21,9 +21,10 @@ echo "==> mypy (strict): src, tests, bench"
 .venv/bin/mypy --strict --explicit-package-bases tests
 MYPYPATH=bench .venv/bin/mypy --strict bench/*.py
 echo "==> instruction-count guard: modelport / bare proxy per request (bench/instr_guard.py, ~2-3 minutes)"
-# 25 %, not the default 10 %: on a quiet machine four runs spread by up to 6 % (chat), and on a loaded one
-# (timers and batch writes landing in or out of the counted window) by far more (bench/README.md).
-.venv/bin/python bench/instr_guard.py --tolerance 0.25
+# The 10 %: since batch writes on SQLite take one hand-off each, four runs spread by at most 2 %
+# (bench/README.md). A run over the line is measured once more, and only two in a row fail: a regression
+# fails both, a timer landing in the counted window of one does not.
+.venv/bin/python bench/instr_guard.py || { echo "==> over the line: measuring once more"; .venv/bin/python bench/instr_guard.py; }
 echo "==> pytest (with a coverage report; the floor is fail_under in pyproject.toml [tool.coverage.report])"
 # The floor holds for the whole suite; a run given arguments (a subset) reports coverage without it.
 floor=()
