@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 from base64 import b64encode
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -36,11 +37,18 @@ async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
         yield eng
 
 
-def _sender(engine: AsyncEngine, receiver: WebhookReceiver, lookup: SecretLookup | None = None) -> WebhookSender:
+@asynccontextmanager
+async def _sender(
+    engine: AsyncEngine, receiver: WebhookReceiver, lookup: SecretLookup | None = None
+) -> AsyncIterator[WebhookSender]:
     settings = WebhookSettings.model_validate(
         {"schedule_seconds": [0, 0.2], "jitter_fraction": 0, "timeout_seconds": 2}
     )
-    return WebhookSender(engine, SafeFetcher(NetSettings(allow_hosts=receiver.host)), settings, BOX, secrets=lookup)
+    fetcher = SafeFetcher(NetSettings(allow_hosts=receiver.host))
+    try:
+        yield WebhookSender(engine, fetcher, settings, BOX, secrets=lookup)
+    finally:
+        await fetcher.aclose()  # its aiohttp session, or it is reported unclosed in a later test
 
 
 async def _operator_row(engine: AsyncEngine, url: str) -> str:
@@ -100,7 +108,8 @@ async def test_without_an_operator_lookup_an_operator_row_fails_without_a_reques
         delivery_id = await _operator_row(engine, receiver.url())
         claimed = await outbox.claim(engine, delivery_id, claim_ms=5000)
         assert claimed is not None
-        await _sender(engine, receiver).deliver(claimed)
+        async with _sender(engine, receiver) as sender:
+            await sender.deliver(claimed)
         assert receiver.received == []
     async with engine.connect() as conn:
         (attempt,) = (
@@ -130,11 +139,11 @@ async def test_a_pluggable_lookup_signs_operator_rows_and_keeps_team_rows_on_the
                 payload='{"type":"notification.test"}',
                 source="notification",
             )
-        sender = _sender(engine, receiver, lookup)
-        for delivery_id in (operator_id, team_id):
-            claimed = await outbox.claim(engine, delivery_id, claim_ms=5000)
-            assert claimed is not None
-            await sender.deliver(claimed)
+        async with _sender(engine, receiver, lookup) as sender:
+            for delivery_id in (operator_id, team_id):
+                claimed = await outbox.claim(engine, delivery_id, claim_ms=5000)
+                assert claimed is not None
+                await sender.deliver(claimed)
         got = {r.headers["webhook-id"]: r for r in receiver.received}
     assert Webhook(OPERATOR_SECRET).verify(got[operator_id].body, got[operator_id].headers)["type"] == "deployment.down"
     team_secret = (

@@ -112,6 +112,8 @@ def _worker(data_dir: Path, env: dict[str, str]) -> Iterator[tuple[subprocess.Po
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        if process.stdout is not None:
+            process.stdout.close()  # or the GC reports the pipe unclosed during a later test
 
 
 def _counter(url: str, name: str, **labels: str) -> float:
