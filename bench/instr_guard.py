@@ -260,16 +260,21 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, default=0.10, help="allowed rise of a ratio over the baseline")
     parser.add_argument("--record", action="store_true", help=f"write the measured ratios to {BASELINE.name}")
     parser.add_argument("--baseline", type=Path, default=BASELINE)
+    parser.add_argument(
+        "--keep-dumps", type=Path, default=None, help="keep the callgrind dumps here (for callgrind_annotate)"
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("instr_guard: valgrind is not installed (bash scripts/install_valgrind.sh)")
     signal.signal(signal.SIGTERM, _interrupt)  # stop the servers under valgrind on the way out
-    out_dir = Path(tempfile.mkdtemp(prefix="modelport-callgrind-"))
+    out_dir = args.keep_dumps or Path(tempfile.mkdtemp(prefix="modelport-callgrind-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     try:
         counts = asyncio.run(run_once(args, out_dir))
     finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
+        if args.keep_dumps is None:
+            shutil.rmtree(out_dir, ignore_errors=True)
     measured = ratios(counts)
     print(f"modelport / bare proxy, instructions per request ({time.monotonic() - began:.0f} s): {measured}")
     if args.record:

@@ -111,6 +111,17 @@ def test_many_headers_and_a_long_url_count_too(server: RunningServer) -> None:
         assert read_response(sock)[0] == 431
 
 
+def test_a_pipelined_request_over_the_cap_in_the_same_read_is_431(server: RunningServer) -> None:
+    """The second request's head arrives whole in the read that carries the first (the count of what
+    arrived restarts between requests): it is still measured and refused."""
+    first = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    second = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (MAX_HEADER_BYTES + 100) + b"\r\n\r\n"
+    with connect(server.text_url) as sock:
+        sock.sendall(first + second)
+        # uvicorn refuses the second head as it parses it, before the first request's answer is written.
+        assert read_response(sock)[0] == 431
+
+
 def test_headers_under_the_cap_are_served(server: RunningServer) -> None:
     with connect(server.text_url) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (MAX_HEADER_BYTES - 1024) + b"\r\n\r\n")

@@ -29,14 +29,23 @@ def cost_micros(usage: Usage, prices: Prices) -> int:
     """Uncached input × input rate + cache reads × read rate + cache writes × write rate + output × output
     rate. Audio/video/image token counts are inside `input_tokens` and not billed again; reasoning tokens
     are inside `output_tokens`."""
-    read_rate = prices.cache_read if prices.cache_read is not None else prices.input
-    write_rate = prices.cache_write if prices.cache_write is not None else prices.input
-    total = (
-        Decimal(usage.uncached_input_tokens) * prices.input
-        + Decimal(usage.cache_read_tokens) * read_rate
-        + Decimal(usage.cache_write_tokens) * write_rate
-        + Decimal(usage.output_tokens) * prices.output
-    )
+    total = Decimal(usage.uncached_input_tokens) * prices.input + Decimal(usage.output_tokens) * prices.output
+    if usage.cache_read_tokens:
+        read_rate = prices.cache_read if prices.cache_read is not None else prices.input
+        total += Decimal(usage.cache_read_tokens) * read_rate
+    if usage.cache_write_tokens:
+        write_rate = prices.cache_write if prices.cache_write is not None else prices.input
+        total += Decimal(usage.cache_write_tokens) * write_rate
+    return _bounded_charge(total)
+
+
+def plain_cost_micros(input_cost: Decimal, output_tokens: int, prices: Prices) -> int:
+    """`cost_micros` of uncached input whose cost is `input_cost` (unrounded micro-USD) and `output_tokens`:
+    what a hold estimates (no `Usage` built for it)."""
+    return _bounded_charge(input_cost + Decimal(output_tokens) * prices.output)
+
+
+def _bounded_charge(total: Decimal) -> int:
     cost = round_micros(total)
     if cost > MAX_CHARGE_MICROS:
         log.warning("a request's cost of %d micro-USD is clamped to %d", cost, MAX_CHARGE_MICROS)

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.billing import daily, key_budget, notify
 from modelport.clock import now_ms
-from modelport.ids import new_id
+from modelport.ids import unique_id
 from modelport.services import ServiceKey
 from modelport.storage import sqlite_direct
 from modelport.storage.batch_writer import BatchWriter, Tuning
@@ -59,7 +59,7 @@ class Settlement:
     # The last settlement of a credit reservation (`release_ref`): its lease row goes in the same transaction.
     closes: bool = False
     # Makes the write idempotent: a settlement whose key is in `settlement_keys` was applied already.
-    key: str = field(default_factory=lambda: new_id("stl"))
+    key: str = field(default_factory=lambda: unique_id("stl"))
     # An API key with a spend limit whose period (`key_spend`) the held money was also frozen in: the same
     # release and charge move its row (`billing.key_budget`).
     key_id: str | None = None

@@ -39,7 +39,19 @@ class Usage:
     image_input_tokens: int = 0
 
     def __post_init__(self) -> None:
-        # Sums (Anthropic's input + cache counts, several calls added up) are bounded here too.
+        # Sums (Anthropic's input + cache counts, several calls added up) are bounded here too. The common
+        # case (every count in range) is one expression: this runs several times per text request.
+        if (
+            0 <= self.input_tokens <= MAX_TOKENS
+            and 0 <= self.output_tokens <= MAX_TOKENS
+            and 0 <= self.cache_read_tokens <= MAX_TOKENS
+            and 0 <= self.cache_write_tokens <= MAX_TOKENS
+            and (self.reasoning_tokens is None or 0 <= self.reasoning_tokens <= MAX_TOKENS)
+            and 0 <= self.audio_input_tokens <= MAX_TOKENS
+            and 0 <= self.video_input_tokens <= MAX_TOKENS
+            and 0 <= self.image_input_tokens <= MAX_TOKENS
+        ):
+            return
         for name in _COUNT_FIELDS:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= MAX_TOKENS:
@@ -83,6 +95,10 @@ def _bounded(value: int, what: str) -> int:
 def as_count(value: object) -> int:
     """A token count from a JSON value: whole numbers pass (negative ones are 0, ones above `MAX_TOKENS`
     are clamped to it); anything else (None, missing, fractional, NaN, strings) is 0."""
+    if type(value) is int and 0 <= value <= MAX_TOKENS:
+        return value  # the common cases first: several counts per request
+    if value is None:
+        return 0
     if isinstance(value, bool):
         return 0
     if isinstance(value, float):

@@ -14,8 +14,7 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 
-from modelport.billing.pricing import cost_micros, estimate_input_tokens
-from modelport.core.usage import Usage
+from modelport.billing.pricing import estimate_input_tokens, plain_cost_micros
 from modelport.gateway.context import RequestContext
 from modelport.upstreams.kinds import model_max_output
 
@@ -43,8 +42,9 @@ def output_hold(ctx: RequestContext, min_output_tokens: int) -> OutputHold:
     client_cap = ctx.canonical.max_output_tokens
     maximum = model_max_output(ctx.model)
     bound = min(client_cap, maximum) if client_cap else maximum
+    input_cost = Decimal(input_tokens) * prices.input
     # At least one micro-USD: a team with nothing left is refused even for a (nearly) free model.
-    estimate = max(1, cost_micros(Usage(input_tokens=input_tokens, output_tokens=bound), prices))
+    estimate = max(1, plain_cost_micros(input_cost, bound, prices))
     floor = min(bound, min_output_tokens)
-    minimum = max(1, cost_micros(Usage(input_tokens=input_tokens, output_tokens=floor), prices))
-    return OutputHold(estimate, minimum, bound, Decimal(input_tokens) * prices.input, prices.output)
+    minimum = estimate if floor == bound else max(1, plain_cost_micros(input_cost, floor, prices))
+    return OutputHold(estimate, minimum, bound, input_cost, prices.output)

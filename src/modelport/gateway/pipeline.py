@@ -8,7 +8,6 @@ cheapest refusals first.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -158,11 +157,11 @@ class TextGateway:
             # Until the upstream has answered (the whole body, when not streaming) a hang-up cancels the call.
             call, payload = await _until_disconnect(request, self._call(ctx, timings, opened))
         except ServiceError as exc:
-            self._end(ctx, timings, opened, _failed(exc.text_message, exc.status))
+            self._end(ctx, timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             raise
         except BaseException:
-            self._end(ctx, timings, opened, Outcome(status=RequestStatus.CANCELLED, http_status=499, error=CLIENT_GONE))
+            self._end(ctx, timings, opened, RequestStatus.CANCELLED, CLIENT_GONE, 499)
             raise
         response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
         if payload is None:
@@ -170,7 +169,7 @@ class TextGateway:
 
             def done(relayed: Relayed) -> None:
                 self.live_streams.discard(call.reply)
-                self._end(ctx, timings, opened, _relayed(relayed))
+                self._end(ctx, timings, opened, *_ending(relayed), relayed=relayed)
 
             stream = (
                 fast_stream(ctx, call, timings, done)
@@ -184,9 +183,9 @@ class TextGateway:
             )
         except ServiceError as exc:
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
-            self._end(ctx, timings, opened, _failed(exc.text_message, exc.status))
+            self._end(ctx, timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
             raise
-        self._end(ctx, timings, opened, _relayed(relayed))
+        self._end(ctx, timings, opened, *_ending(relayed), relayed=relayed)
         return BodyAnswer(content, headers=ctx.extra_response_headers)
 
     async def _call(
@@ -204,11 +203,26 @@ class TextGateway:
         timings.upstream_done = time.perf_counter()
         return call, payload
 
-    def _end(self, ctx: RequestContext, timings: Timings, opened: list[OpenCall], outcome: Outcome) -> None:
+    def _end(
+        self,
+        ctx: RequestContext,
+        timings: Timings,
+        opened: list[OpenCall],
+        status: RequestStatus,
+        error: str | None = None,
+        http_status: int = 200,
+        relayed: Relayed | None = None,
+    ) -> None:
         """The end of one request, however it ended (once): latency metrics, then settlement and the log row."""
         call = opened[0] if opened else None
-        outcome = dataclasses.replace(
-            outcome,
+        outcome = Outcome(
+            status=status,
+            http_status=http_status,
+            error=error,
+            usage=relayed.usage if relayed is not None else None,
+            produced_chars=relayed.produced_chars if relayed is not None else 0,
+            relayed_events=relayed.relayed_events if relayed is not None else 0,
+            result=relayed.result if relayed is not None else None,
             deployment=call.candidate.key if call is not None else None,
             fast=call.fast if call is not None else True,
             upstream_called=timings.first_attempt > 0,
@@ -222,27 +236,14 @@ class TextGateway:
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
 
 
-def _failed(message: str, http_status: int) -> Outcome:
-    return Outcome(status=RequestStatus.ERROR, http_status=http_status, error=message)
-
-
-def _relayed(relayed: Relayed) -> Outcome:
+def _ending(relayed: Relayed) -> tuple[RequestStatus, str | None]:
     """How an answered request ended, from what its relay learned: an error event or a cut stream fails it
     (the status stays the committed 200), a hang-up cancels it."""
     if relayed.error is not None:
-        status, error = RequestStatus.ERROR, relayed.error
-    elif relayed.hung_up:
-        status, error = RequestStatus.CANCELLED, CLIENT_GONE
-    else:
-        status, error = RequestStatus.SUCCESS, None
-    return Outcome(
-        status=status,
-        error=error,
-        usage=relayed.usage,
-        result=relayed.result,
-        produced_chars=relayed.produced_chars,
-        relayed_events=relayed.relayed_events,
-    )
+        return RequestStatus.ERROR, relayed.error
+    if relayed.hung_up:
+        return RequestStatus.CANCELLED, CLIENT_GONE
+    return RequestStatus.SUCCESS, None
 
 
 async def _traced_admission(metering: Metering, ctx: RequestContext) -> Admission:

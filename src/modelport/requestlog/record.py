@@ -25,18 +25,6 @@ class RequestStatus(StrEnum):
 
 MAX_ERROR_CHARS = 4096
 _INT32_MAX = 2**31 - 1
-_WIDTHS = {
-    "id": 64,
-    "team_id": 40,
-    "status": 16,
-    "provider": 100,
-    "model_name": 200,
-    "endpoint": 32,
-    "svc_user_id": 128,
-    "session_id": 128,
-    "key_id": 40,
-    "error": MAX_ERROR_CHARS,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,25 +55,46 @@ class LogRecord:
     key_id: str | None = None  # the API key that made the request
 
     def as_row(self) -> dict[str, Any]:
-        # One pass, field by field (asdict's deep copy and three passes over the row cost ~20 us a row).
-        row: dict[str, Any] = {}
-        for name in _FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, str):
-                if "\x00" in value:
-                    value = value.replace("\x00", "\ufffd")
-                width = _WIDTHS.get(name)
-                if width is not None and len(value) > width:
-                    value = value[:width]
-            elif value is not None and name in _TOKEN_FIELDS:
-                value = max(0, min(int(value), _INT32_MAX))
-            row[name] = value
-        return row
+        # Field by field, written out: this runs once per text request (a loop over the fields with
+        # `getattr` and type tests cost several times as much; asdict's deep copy more still).
+        return {
+            "id": _clip(self.id, 64),
+            "team_id": _clip(self.team_id, 40),
+            "created_at_ms": self.created_at_ms,
+            "status": _clip(self.status, 16),
+            "provider": _clip(self.provider, 100),
+            "model_name": _clip(self.model_name, 200),
+            "endpoint": _clip(self.endpoint, 32),
+            "error": None if self.error is None else _clip(self.error, MAX_ERROR_CHARS),
+            "prompt_tokens": _int32(self.prompt_tokens),
+            "completion_tokens": _int32(self.completion_tokens),
+            "cached_tokens": _int32(self.cached_tokens),
+            "cost_micros": self.cost_micros,
+            "svc_user_id": None if self.svc_user_id is None else _clip(self.svc_user_id, 128),
+            "session_id": None if self.session_id is None else _clip(self.session_id, 128),
+            "input": None if self.input is None else _no_nul(self.input),
+            "result": None if self.result is None else _no_nul(self.result),
+            "key_id": None if self.key_id is None else _clip(self.key_id, 40),
+        }
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LogRecord:
         return cls(**row)
 
 
+def _no_nul(value: str) -> str:
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+
+
+def _clip(value: str, width: int) -> str:
+    """NUL characters replaced, then cut to the column's width."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    return value[:width] if len(value) > width else value
+
+
+def _int32(value: int | None) -> int | None:
+    return None if value is None else max(0, min(int(value), _INT32_MAX))
+
+
 _FIELDS = tuple(field.name for field in fields(LogRecord))
-_TOKEN_FIELDS = frozenset({"prompt_tokens", "completion_tokens", "cached_tokens"})

@@ -7,9 +7,9 @@ body or an async iterator of raw body chunks (for SSE). Connection-level failure
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, Protocol
 
 import aiohttp
@@ -30,13 +30,28 @@ class UpstreamStreamBroken(Exception):
     """The body stopped mid-way (connection lost or read timeout)."""
 
 
-@contextmanager
-def http_errors_as(error: type[Exception]) -> Iterator[None]:
+_TRANSPORT_ERRORS = (TimeoutError, aiohttp.ClientError, OSError)
+
+
+class _ErrorsAs:
+    # A class, not `contextlib.contextmanager`: entered several times per request, and a generator-based
+    # context manager costs several times as much.
+    __slots__ = ("error",)
+
+    def __init__(self, error: type[Exception]) -> None:
+        self.error = error
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc is not None and isinstance(exc, _TRANSPORT_ERRORS):
+            raise self.error(type(exc).__name__) from exc
+
+
+def http_errors_as(error: type[Exception]) -> _ErrorsAs:
     """The one place aiohttp and socket failures become ours: `error`, named after the original."""
-    try:
-        yield
-    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-        raise error(type(exc).__name__) from exc
+    return _ErrorsAs(error)
 
 
 async def _nothing() -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelport.errors import PayloadTooLarge
@@ -67,8 +67,39 @@ async def capped_chunks(
 
 
 async def read_body(request: Request, max_bytes: int, too_large: PayloadTooLarge | None = None) -> bytes:
-    """The whole body, read with `capped_chunks`."""
-    return b"".join([chunk async for chunk in capped_chunks(request, max_bytes, too_large)])
+    """The whole body, capped as `capped_chunks` caps it (413 as soon as more than `max_bytes` arrived or were
+    declared; `ClientDisconnect` when the client hangs up first), kept as the request's `body()`.
+
+    A plain loop over `receive()`: the text gateway reads every request this way, and the two async
+    generators of `capped_chunks` over Starlette's `stream()` cost more than the loop's own work."""
+    counts_for_itself(request)
+    declared = declared_length(request.scope)
+    if declared is not None and declared > max_bytes:
+        raise too_large or body_too_large(max_bytes)
+    if hasattr(request, "_body"):
+        body: bytes = request._body
+    else:
+        chunks: list[bytes] = []
+        size = 0
+        receive = request.receive
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                request._is_disconnected = True
+                raise ClientDisconnect()
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > max_bytes:
+                    raise too_large or body_too_large(max_bytes)
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        request._stream_consumed = True
+        body = request._body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if len(body) > max_bytes:
+        raise too_large or body_too_large(max_bytes)
+    return body
 
 
 def counts_for_itself(request: Request) -> None:

@@ -49,7 +49,11 @@ def single_header(request: Request, name: str) -> str | None:
 
 
 def bearer_token(request: Request) -> str | None:
-    header = single_header(request, "authorization")
+    return _bearer(single_header(request, "authorization"))
+
+
+def _bearer(header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer` value; "" for another scheme or an empty token."""
     if header is None:
         return None
     scheme, _, token = header.partition(" ")
@@ -73,16 +77,22 @@ async def media_auth(request: Request) -> AuthContext:
 
 
 _KEY_HEADERS_HINT = "".join(f" or {name}: <key>" for name in KEY_HEADERS)
+_CREDENTIAL_NAMES = frozenset({b"authorization", *(name.lower().encode("latin-1") for name in KEY_HEADERS)})
 
 
 def text_api_key(request: Request) -> str:
     """The key from ``Authorization: Bearer`` or a protocol's own key header (`protocols.KEY_HEADERS`)."""
-    try:
-        key = bearer_token(request)
-        keys = {name: single_header(request, name) for name in KEY_HEADERS}
-    except DuplicateCredentialHeader as exc:
-        raise AuthenticationFailed(f"more than one {exc.name} header", code="invalid_api_key") from None
-    for name, value in keys.items():
+    found: dict[bytes, str] = {}
+    # One pass over the raw headers (ASGI names are lower case): this runs on every text request, and
+    # Starlette's `Headers` is built and searched once per header name.
+    for name, value in request.scope["headers"]:
+        if name in _CREDENTIAL_NAMES:
+            if name in found:
+                raise AuthenticationFailed(f"more than one {name.decode()} header", code="invalid_api_key")
+            found[name] = value.decode("latin-1")
+    key = _bearer(found.get(b"authorization"))
+    for name in KEY_HEADERS:
+        value = found.get(name.encode("latin-1"))
         if value is None:
             continue
         if key is not None and key != value.strip():

@@ -30,6 +30,9 @@ from modelport.errors import ServiceError
 from modelport.web.errors import Host, error_body
 
 log = logging.getLogger("modelport.server")
+# The attribute of a request cycle (uvicorn's `RequestResponseCycle`) holding what to call when its client
+# hangs up mid-request (`web.disconnect.DisconnectWatch`): a call instead of a task waiting on `receive()`.
+HANG_UP_HOOK = "modelport_on_hang_up"
 
 
 class HeadersTooLarge(ServiceError):
@@ -99,7 +102,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._in_head = True  # reading a request line and headers (or waiting for them)
         self._head_bytes = 0  # bytes received since this request's head began
-        self._parsed_bytes = 0  # what the parser reported of url and headers
+        self._read_bytes = 0  # the size of the read being parsed
+        self._parsed_bytes = 0  # what the parser reported of the url (headers: `_parsed_head_bytes`)
         self._in_body = False
         self._timer: asyncio.TimerHandle | None = None
         self._last_active = time.monotonic()
@@ -121,9 +125,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.limits.open.discard(self)
         self._disarm()
         super().connection_lost(exc)
+        cycle = self.cycle
+        if cycle is not None and cycle.disconnected:
+            hang_up = getattr(cycle, HANG_UP_HOOK, None)
+            if hang_up is not None:
+                hang_up()
 
     def data_received(self, data: bytes) -> None:
         self._last_active = time.monotonic()
+        self._read_bytes = len(data)
         if self._in_head:
             self._head_bytes += len(data)
         super().data_received(data)
@@ -147,17 +157,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._parsed_bytes += len(url)
         super().on_url(url)
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._parsed_bytes += len(name) + len(value) + 4
-        super().on_header(name, value)
-
     def on_headers_complete(self) -> None:
         if self.transport.is_closing():
             return
+        # What arrived bounds what was parsed: the head is added up only when that bound passes the cap (a
+        # pipelined request's head may lie wholly in the current read, after `_head_bytes` was reset).
+        bound = self._head_bytes + self._read_bytes
         self._in_head = False
         self._head_bytes = 0
         self._disarm()
-        if self._parsed_bytes > self.limits.max_header_bytes:
+        if bound > self.limits.max_header_bytes and self._parsed_head_bytes() > self.limits.max_header_bytes:
             # The whole head came in one read: refuse it here, before the app sees the request.
             self._reply_and_close("431")
             return
@@ -191,6 +200,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_response_complete()
 
     # -- helpers
+
+    def _parsed_head_bytes(self) -> int:
+        """The request line and headers as parsed (added up only when the head may be over the cap: counting
+        each header as it was parsed cost every request)."""
+        return self._parsed_bytes + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
     def _head_not_done(self) -> bool:
         return self._in_head and not self.transport.is_closing()

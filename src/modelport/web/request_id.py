@@ -6,17 +6,18 @@ Pure ASGI rather than BaseHTTPMiddleware so streaming responses pass through unt
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from modelport.ids import unique_id
+
 access_log = logging.getLogger("modelport.access")
 
 
 def new_request_id() -> str:
-    return "req_" + secrets.token_hex(12)
+    return unique_id("req")
 
 
 class RequestIdMiddleware:

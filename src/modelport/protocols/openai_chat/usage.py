@@ -17,8 +17,12 @@ def usage_from_wire(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
     prompt = raw.get("prompt_tokens_details")
-    prompt = prompt if isinstance(prompt, dict) else {}
     completion = raw.get("completion_tokens_details")
+    if not prompt and not completion:  # absent or null (or empty): no breakdown to read
+        return Usage(
+            input_tokens=as_count(raw.get("prompt_tokens")), output_tokens=as_count(raw.get("completion_tokens"))
+        )
+    prompt = prompt if isinstance(prompt, dict) else {}
     completion = completion if isinstance(completion, dict) else {}
     return Usage(
         input_tokens=as_count(raw.get("prompt_tokens")),
