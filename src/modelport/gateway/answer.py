@@ -2,15 +2,15 @@
 
 Starlette's `Response` builds a header object per answer and its `StreamingResponse` (under uvicorn's ASGI
 2.3) runs an anyio task group per stream; on the hottest path that was measurable CPU (bench/README.md).
-These take the headers as raw pairs and watch for the client hanging up with one plain task
-(`web.disconnect`). They are
+These take the headers as raw pairs and watch for the client hanging up (`web.disconnect`); the
+request's settlement and log row run after the answer's last byte (`run_after`). They are
 `Response` subclasses only so FastAPI's route (`routes.py`, kept for the OpenAPI document) accepts them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -38,23 +38,28 @@ class BodyAnswer(Response):
         self.body = body
         self.background = None
         self.raw_headers = [_JSON, (b"content-length", str(len(body)).encode()), *raw_headers(headers or {})]
+        self.after: Callable[[], None] | None = None  # see `run_after`
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        await send({"type": "http.response.body", "body": self.body})
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            await send({"type": "http.response.body", "body": self.body})
+        finally:
+            run_after(self)
 
 
 class StreamAnswer(Response):
     """An SSE stream: one body message per chunk the relay yields.
 
     A client that hangs up cancels the relay at once (it bills what was produced and releases the upstream),
-    even while the upstream is silent: one task waits for `http.disconnect`."""
+    even while the upstream is silent (`web.disconnect.DisconnectWatch`)."""
 
     def __init__(self, chunks: AsyncGenerator[bytes, None], *, headers: Mapping[str, str] | None = None) -> None:
         self.status_code = 200
         self.chunks = chunks
         self.background = None
         self.raw_headers = [*_SSE, *raw_headers(headers or {})]
+        self.after: Callable[[], None] | None = None  # see `run_after`; the relay's end sets it
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -70,4 +75,15 @@ class StreamAnswer(Response):
                     watch.handled()  # the hang-up was ours to handle, not a cancellation from outside
         finally:
             # Cancelled while sending, the relay sits at a `yield`: close it so it bills and releases now.
-            await self.chunks.aclose()
+            try:
+                await self.chunks.aclose()
+            finally:
+                run_after(self)
+
+
+def run_after(answer: BodyAnswer | StreamAnswer) -> None:
+    """Run (once) the work that follows an answer: the settlement and log row of its request, done once the
+    last byte is handed to the server, sent or not, so that it is off the client's wait."""
+    after, answer.after = answer.after, None
+    if after is not None:
+        after()

@@ -52,6 +52,8 @@ def svc_user_id(headers: Mapping[str, str]) -> str | None:
 
 
 def session_id(headers: Mapping[str, str]) -> str | None:
+    if not headers:
+        return None  # most requests carry none of the picked headers
     value = headers.get("x-svc-session-id")
     if value is not None:
         return check_svc_id(value, "X-Svc-Session-Id")

@@ -248,10 +248,20 @@ class Metering:
 
     def finish(self, ctx: RequestContext, outcome: Outcome) -> int:
         """Settle and log the request (once); returns its cost in micro-USD."""
+        usage, cost = self.price(ctx, outcome)
+        self.settle(ctx, outcome, usage, cost)
+        return cost
+
+    def price(self, ctx: RequestContext, outcome: Outcome) -> tuple[Usage | None, int]:
+        """What the request is billed for and its cost in micro-USD; nothing is settled yet (`settle`)."""
         usage = billed_usage(ctx, outcome)
+        return usage, cost_micros(usage, ctx.model.prices) if usage is not None else 0
+
+    def settle(self, ctx: RequestContext, outcome: Outcome, usage: Usage | None, cost: int) -> None:
+        """Settle and log the request (once) at the price `price` gave: limiter counts corrected, the hold
+        settled, the concurrency lease released, the log row queued."""
         if ctx.request_id in self._tokens:
             self._return_tokens(ctx, usage)
-        cost = cost_micros(usage, ctx.model.prices) if usage is not None else 0
         _record(ctx.model.id, outcome.status, usage, cost)
         allocation = self._allocations.pop(ctx.request_id, None)
         if allocation is not None:
@@ -261,7 +271,6 @@ class Metering:
             self._spawn_release(lease)
         if self.log_sink is not None:
             self.log_sink(ctx, outcome, usage, cost)
-        return cost
 
     def refuse(self, refusal: Refusal) -> None:
         if self.log_sink is not None:

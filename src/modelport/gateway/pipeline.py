@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable
+from functools import partial
 from typing import Any, TypeVar
 
 import orjson
@@ -169,14 +170,16 @@ class TextGateway:
 
             def done(relayed: Relayed) -> None:
                 self.live_streams.discard(call.reply)
-                self._end(ctx, timings, opened, *_ending(relayed), relayed=relayed)
+                # Settled once the stream's end is sent (`answer.run_after`), not before its last bytes.
+                answer.after = partial(self._end, ctx, timings, opened, *_ending(relayed), relayed=relayed)
 
             stream = (
                 fast_stream(ctx, call, timings, done)
                 if call.fast
                 else translated_stream(ctx, call, response_id, timings, done)
             )
-            return StreamAnswer(stream, headers=ctx.extra_response_headers)
+            answer = StreamAnswer(stream, headers=ctx.extra_response_headers)
+            return answer
         try:
             content, relayed = (
                 fast_body(ctx, call, payload) if call.fast else translated_body(ctx, call, payload, response_id)
@@ -185,8 +188,18 @@ class TextGateway:
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             self._end(ctx, timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
             raise
-        self._end(ctx, timings, opened, *_ending(relayed), relayed=relayed)
-        return BodyAnswer(content, headers=ctx.extra_response_headers)
+        if ctx.trace is not None:
+            self._end(ctx, timings, opened, *_ending(relayed), relayed=relayed)
+            return BodyAnswer(content, headers=ctx.extra_response_headers)
+        # Priced now (the answer carries its cost), settled and logged once the answer is sent: that work
+        # is off the client's wait.
+        outcome = self._outcome(ctx, timings, opened, *_ending(relayed), relayed=relayed)
+        record_call(ctx, outcome, timings)
+        usage, cost = self.metering.price(ctx, outcome)
+        ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
+        body_answer = BodyAnswer(content, headers=ctx.extra_response_headers)
+        body_answer.after = partial(self.metering.settle, ctx, outcome, usage, cost)
+        return body_answer
 
     async def _call(
         self, ctx: RequestContext, timings: Timings, opened: list[OpenCall]
@@ -214,8 +227,29 @@ class TextGateway:
         relayed: Relayed | None = None,
     ) -> None:
         """The end of one request, however it ended (once): latency metrics, then settlement and the log row."""
+        outcome = self._outcome(ctx, timings, opened, status, error, http_status, relayed)
         call = opened[0] if opened else None
-        outcome = Outcome(
+        record_call(ctx, outcome, timings)
+        if ctx.trace is None:
+            cost = self.metering.finish(ctx, outcome)
+        else:
+            cost = _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
+        # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
+        ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
+
+    @staticmethod
+    def _outcome(
+        ctx: RequestContext,
+        timings: Timings,
+        opened: list[OpenCall],
+        status: RequestStatus,
+        error: str | None = None,
+        http_status: int = 200,
+        relayed: Relayed | None = None,
+    ) -> Outcome:
+        """How the request ended, with what the answered call adds (its deployment, its path)."""
+        call = opened[0] if opened else None
+        return Outcome(
             status=status,
             http_status=http_status,
             error=error,
@@ -227,13 +261,6 @@ class TextGateway:
             fast=call.fast if call is not None else True,
             upstream_called=timings.first_attempt > 0,
         )
-        record_call(ctx, outcome, timings)
-        if ctx.trace is None:
-            cost = self.metering.finish(ctx, outcome)
-        else:
-            cost = _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
-        # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
-        ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
 
 
 def _ending(relayed: Relayed) -> tuple[RequestStatus, str | None]:
