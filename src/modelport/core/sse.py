@@ -9,13 +9,15 @@ parsing tolerates that, and ``[DONE]`` checks should strip).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
+    """One event. A named tuple rather than a frozen dataclass: one is made per relayed event, and a tuple
+    is made several times faster."""
+
     event: str | None
     data: str
     id: str | None = None

@@ -37,6 +37,7 @@ from modelport.gateway.context import Admission, Outcome, Refusal, RequestContex
 from modelport.gateway.logsink import RequestLogSink
 from modelport.gateway.output_hold import output_hold
 from modelport.metrics import SPEND, TEXT_OUTCOMES, TOKENS
+from modelport.metrics import enabled as metrics_enabled
 from modelport.ratelimit import Lease, Limiters, rate_limit_headers, rate_limited_error
 from modelport.requestlog.record import RequestStatus
 from modelport.services import ServiceKey
@@ -309,6 +310,8 @@ class Metering:
 
 
 def _record(model: str, status: RequestStatus, usage: Usage | None, cost: int) -> None:
+    if not metrics_enabled():
+        return
     TEXT_OUTCOMES.labels(model, status).inc()
     if usage is not None:
         TOKENS.labels(model, "input").inc(max(0, usage.input_tokens))

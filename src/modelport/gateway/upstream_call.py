@@ -34,6 +34,7 @@ from modelport.metrics import (
     deployment_label,
     provider_of,
 )
+from modelport.metrics import enabled as metrics_enabled
 from modelport.net.retry_after import retry_after_seconds
 from modelport.upstreams.kinds import auth_headers, codec_of, deployment_max_output, spec_of
 from modelport.upstreams.pool import UpstreamPool
@@ -52,6 +53,9 @@ class OpenCall:
     strip_usage_chunk: bool
     # The answered attempt's tracing span (None when tracing is off), ended with the answer by the pipeline.
     span: Any = None
+
+
+_OFF = ("", "", "")  # the labels while metrics are off (every metric's `labels` then records nothing)
 
 
 def _error_kind(status: int) -> str:
@@ -90,13 +94,15 @@ class UpstreamCaller:
                 headers={"Retry-After": str(self.router.retry_after(candidates))},
             )
         last_status: int | None = None
+        metered = metrics_enabled()
         for candidate in usable:
             deployment = candidate.deployment
             codec = codec_of(deployment)
             fast = codec is ctx.codec and not ctx.rewritten
             body, strip_usage, raw = self._body(ctx, deployment, codec, fast)
             headers = self._headers(ctx, deployment, codec)
-            labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key))
+            # Metric labels only when metrics are recorded (they are off unless a metrics port is set).
+            labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key)) if metered else _OFF
             span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
             tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
             sent = time.perf_counter()
@@ -111,8 +117,9 @@ class UpstreamCaller:
                 self.router.fail(candidate, rate_limited=False, error=f"unreachable: {exc}")
                 last_status = None
                 continue
-            UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
-            UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
+            if metered:
+                UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
+                UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
             if reply.status == 200:
                 timings.upstream_sent = sent
                 self.router.succeed(candidate)
