@@ -247,13 +247,15 @@ _SQLITE_INSERT_KEY = sqlite_direct.compiled_sql(
 SQLITE_MOVE = sqlite_direct.compiled_sql(MOVE)
 _SQLITE_KEY_SETTLE = sqlite_direct.compiled_sql(key_budget.SETTLE)
 SQLITE_ENTRY = sqlite_direct.compiled_sql(insert(ledger_entries), ENTRY_COLUMNS)
+_SQLITE_INSERT_KEYS = sqlite_direct.MultiRowInsert(_SQLITE_INSERT_KEY, ["key", "created_at_ms"])
+_SQLITE_ENTRIES = sqlite_direct.MultiRowInsert(SQLITE_ENTRY, ENTRY_COLUMNS)
 
 
 def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) -> int:
     """`write_settlements_in`, statement for statement, in `sqlite_direct`'s thread and transaction."""
     keys = [{"key": k, "created_at_ms": at} for k in sorted({item.key for item in batch})]
     conn.execute("SAVEPOINT keys")
-    if conn.executemany(_SQLITE_INSERT_KEY, keys).rowcount == len(keys):
+    if _SQLITE_INSERT_KEYS.run(conn, keys) == len(keys):
         fresh = {row["key"] for row in keys}
     else:  # some were applied before (a retried batch, a replayed spill file): find which, one by one
         conn.execute("ROLLBACK TO keys")
@@ -274,7 +276,7 @@ def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) ->
         conn.executemany(_SQLITE_KEY_SETTLE, key_rows)
     entries = _entries(todo, at)
     if entries:
-        conn.executemany(SQLITE_ENTRY, entries)
+        _SQLITE_ENTRIES.run(conn, entries)
         conn.executemany(daily.SQLITE_BUMP, daily.bump_params(_day_entries(entries)))
     charged = [item for item in todo if item.cost_micros]
     if notify.sqlite_would_send(

@@ -20,7 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.requestlog.record import LogRecord, RequestStatus
-from modelport.storage.sqlite_direct import compiled_sql, for_engine
+from modelport.storage.sqlite_direct import MultiRowInsert, compiled_sql, for_engine
 from modelport.storage.tables import request_log_counts, request_logs, usage_daily
 
 HOUR_MS = 3_600_000
@@ -53,6 +53,7 @@ def _usage_upsert(insert: Any) -> Any:
 # SQLite's batches go through `sqlite_direct` (one hand-off per batch): the same statements, compiled once.
 _LOG_COLUMNS = [c.key for c in request_logs.c]
 _SQLITE_INSERT_LOG = compiled_sql(sqlite.insert(request_logs).on_conflict_do_nothing(), _LOG_COLUMNS)
+_SQLITE_INSERT_LOGS = MultiRowInsert(_SQLITE_INSERT_LOG, _LOG_COLUMNS)
 _SQLITE_BUMP_COUNTS = compiled_sql(
     _counts_upsert(sqlite.insert(request_log_counts)), ["team_id", "svc_user_id", "hour", "n"]
 )
@@ -91,7 +92,7 @@ def _insert_sqlite(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> int:
     """`insert_logs` in `sqlite_direct`'s thread and transaction."""
     conn.execute("SAVEPOINT logs")
     inserted = rows
-    if conn.executemany(_SQLITE_INSERT_LOG, rows).rowcount != len(rows):
+    if _SQLITE_INSERT_LOGS.run(conn, rows) != len(rows):
         # Some were there already (a retried batch, a replayed spill file): row by row, to count only the new.
         conn.execute("ROLLBACK TO logs")
         inserted = [row for row in rows if conn.execute(_SQLITE_INSERT_LOG, row).rowcount]
