@@ -11,7 +11,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from modelport.storage.db import create_engine
-from modelport.storage.sqlite_direct import compiled_sql, for_engine
+from modelport.storage.sqlite_direct import MultiRowInsert, compiled_sql, for_engine
 from modelport.storage.tables import teams
 
 
@@ -69,3 +69,47 @@ def test_only_a_sqlite_file_has_a_direct_connection() -> None:
 def test_statements_compile_to_sqlite_sql_with_named_parameters() -> None:
     sql = compiled_sql(select(teams.c.balance_micros).where(teams.c.id == bindparam("team_id")))
     assert sql.split() == ["SELECT", "teams.balance_micros", "FROM", "teams", "WHERE", "teams.id", "=", ":team_id"]
+
+
+# -- multi-row inserts -------------------------------------------------------------------------------
+
+
+def _keys_table() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute('CREATE TABLE keys ("key" TEXT PRIMARY KEY, created_at_ms INTEGER NOT NULL)')
+    return conn
+
+
+_KEYS_SQL = 'INSERT INTO keys ("key", created_at_ms) VALUES (:key, :created_at_ms) ON CONFLICT ("key") DO NOTHING'
+
+
+def test_a_multi_row_insert_writes_every_row_in_statements_of_at_most_256() -> None:
+    conn = _keys_table()
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    rows = [{"key": f"k{i:04}", "created_at_ms": i} for i in range(600)]
+    assert MultiRowInsert(_KEYS_SQL, ["key", "created_at_ms"]).run(conn, rows) == 600
+    assert conn.execute("SELECT count(*), sum(created_at_ms) FROM keys").fetchone() == (600, sum(range(600)))
+    inserts = [s for s in statements if s.startswith("INSERT")]
+    assert len(inserts) == 3  # 256 + 256 + 88 rows
+    assert all(s.endswith('ON CONFLICT ("key") DO NOTHING') for s in inserts)
+
+
+def test_a_multi_row_insert_counts_only_new_rows_and_keeps_the_conflict_clause() -> None:
+    conn = _keys_table()
+    insert = MultiRowInsert(_KEYS_SQL, ["key", "created_at_ms"])
+    assert insert.run(conn, [{"key": "a", "created_at_ms": 1}, {"key": "b", "created_at_ms": 2}]) == 2
+    again = [{"key": "a", "created_at_ms": 9}, {"key": "c", "created_at_ms": 3}]
+    assert insert.run(conn, again) == 1  # "a" was there: skipped, not replaced
+    assert dict(conn.execute("SELECT * FROM keys").fetchall()) == {"a": 1, "b": 2, "c": 3}
+    assert insert.run(conn, []) == 0
+
+
+def test_a_multi_row_insert_stays_under_the_connections_parameter_limit() -> None:
+    conn = _keys_table()
+    conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 9)  # 4 rows of 2 columns per statement
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    rows = [{"key": f"k{i}", "created_at_ms": i} for i in range(10)]
+    assert MultiRowInsert(_KEYS_SQL, ["key", "created_at_ms"]).run(conn, rows) == 10
+    assert len([s for s in statements if s.startswith("INSERT")]) == 3
