@@ -227,6 +227,17 @@ def _limited_key(env: dict[str, str]) -> str:
     return key
 
 
+# For counted runs (`instr_guard.py`, `opcount_profile.py`): cached keys stay cached, reservations are not
+# renewed, swept or returned while idle, so no time-driven database work falls inside a count.
+COUNTING_ENV = {
+    "PYTHONHASHSEED": "0",
+    "MODELPORT_AUTH_CACHE_SECONDS": "3600",
+    "MODELPORT_CREDIT__LEASE_SECONDS": "3600",
+    "MODELPORT_CREDIT__SWEEP_INTERVAL_SECONDS": "3600",
+    "MODELPORT_CREDIT__IDLE_RETURN_SECONDS": "3600",
+}
+
+
 def start_gateway(
     data_dir: Path,
     fake_url: str,

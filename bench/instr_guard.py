@@ -201,13 +201,7 @@ async def run_once(args: argparse.Namespace, out_dir: Path) -> dict[str, float]:
             database_url=None,
             # Time-driven work off the counted window: cached keys stay cached, reservations are not renewed,
             # swept or returned while idle, and the batch writers flush by count (`_guard_launcher.py`).
-            extra_env={
-                "PYTHONHASHSEED": "0",
-                "MODELPORT_AUTH_CACHE_SECONDS": "3600",
-                "MODELPORT_CREDIT__LEASE_SECONDS": "3600",
-                "MODELPORT_CREDIT__SWEEP_INTERVAL_SECONDS": "3600",
-                "MODELPORT_CREDIT__IDLE_RETURN_SECONDS": "3600",
-            },
+            extra_env=_procs.COUNTING_ENV,
             launcher=str(_procs.BENCH_DIR / "_guard_launcher.py"),
             wrapper=_wrapper(out_dir, "modelport"),
             serve_args=["--no-workers"],  # no media task worker polling the queue: time-driven, not per request

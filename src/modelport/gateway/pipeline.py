@@ -158,11 +158,13 @@ class TextGateway:
             # Until the upstream has answered (the whole body, when not streaming) a hang-up cancels the call.
             call, payload = await _until_disconnect(request, self._call(ctx, timings, opened))
         except ServiceError as exc:
-            self._end(ctx, timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
+            self._end(
+                ctx, timings, opened, _outcome(timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
+            )
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             raise
         except BaseException:
-            self._end(ctx, timings, opened, RequestStatus.CANCELLED, CLIENT_GONE, 499)
+            self._end(ctx, timings, opened, _outcome(timings, opened, RequestStatus.CANCELLED, CLIENT_GONE, 499))
             raise
         response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
         if payload is None:
@@ -171,7 +173,9 @@ class TextGateway:
             def done(relayed: Relayed) -> None:
                 self.live_streams.discard(call.reply)
                 # Settled once the stream's end is sent (`answer.run_after`), not before its last bytes.
-                answer.after = partial(self._end, ctx, timings, opened, *_ending(relayed), relayed=relayed)
+                answer.after = partial(
+                    self._end, ctx, timings, opened, _outcome(timings, opened, *_ending(relayed), relayed=relayed)
+                )
 
             stream = (
                 fast_stream(ctx, call, timings, done)
@@ -186,14 +190,16 @@ class TextGateway:
             )
         except ServiceError as exc:
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
-            self._end(ctx, timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
+            self._end(
+                ctx, timings, opened, _outcome(timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
+            )
             raise
         if ctx.trace is not None:
-            self._end(ctx, timings, opened, *_ending(relayed), relayed=relayed)
+            self._end(ctx, timings, opened, _outcome(timings, opened, *_ending(relayed), relayed=relayed))
             return BodyAnswer(content, headers=ctx.extra_response_headers)
         # Priced now (the answer carries its cost), settled and logged once the answer is sent: that work
         # is off the client's wait.
-        outcome = self._outcome(ctx, timings, opened, *_ending(relayed), relayed=relayed)
+        outcome = _outcome(timings, opened, *_ending(relayed), relayed=relayed)
         record_call(ctx, outcome, timings)
         usage, cost = self.metering.price(ctx, outcome)
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
@@ -216,18 +222,8 @@ class TextGateway:
         timings.upstream_done = time.perf_counter()
         return call, payload
 
-    def _end(
-        self,
-        ctx: RequestContext,
-        timings: Timings,
-        opened: list[OpenCall],
-        status: RequestStatus,
-        error: str | None = None,
-        http_status: int = 200,
-        relayed: Relayed | None = None,
-    ) -> None:
+    def _end(self, ctx: RequestContext, timings: Timings, opened: list[OpenCall], outcome: Outcome) -> None:
         """The end of one request, however it ended (once): latency metrics, then settlement and the log row."""
-        outcome = self._outcome(ctx, timings, opened, status, error, http_status, relayed)
         call = opened[0] if opened else None
         record_call(ctx, outcome, timings)
         if ctx.trace is None:
@@ -237,30 +233,29 @@ class TextGateway:
         # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
 
-    @staticmethod
-    def _outcome(
-        ctx: RequestContext,
-        timings: Timings,
-        opened: list[OpenCall],
-        status: RequestStatus,
-        error: str | None = None,
-        http_status: int = 200,
-        relayed: Relayed | None = None,
-    ) -> Outcome:
-        """How the request ended, with what the answered call adds (its deployment, its path)."""
-        call = opened[0] if opened else None
-        return Outcome(
-            status=status,
-            http_status=http_status,
-            error=error,
-            usage=relayed.usage if relayed is not None else None,
-            produced_chars=relayed.produced_chars if relayed is not None else 0,
-            relayed_events=relayed.relayed_events if relayed is not None else 0,
-            result=relayed.result if relayed is not None else None,
-            deployment=call.candidate.key if call is not None else None,
-            fast=call.fast if call is not None else True,
-            upstream_called=timings.first_attempt > 0,
-        )
+
+def _outcome(
+    timings: Timings,
+    opened: list[OpenCall],
+    status: RequestStatus,
+    error: str | None = None,
+    http_status: int = 200,
+    relayed: Relayed | None = None,
+) -> Outcome:
+    """How the request ended, with what the answered call adds (its deployment, its path)."""
+    call = opened[0] if opened else None
+    return Outcome(
+        status=status,
+        http_status=http_status,
+        error=error,
+        usage=relayed.usage if relayed is not None else None,
+        produced_chars=relayed.produced_chars if relayed is not None else 0,
+        relayed_events=relayed.relayed_events if relayed is not None else 0,
+        result=relayed.result if relayed is not None else None,
+        deployment=call.candidate.key if call is not None else None,
+        fast=call.fast if call is not None else True,
+        upstream_called=timings.first_attempt > 0,
+    )
 
 
 def _ending(relayed: Relayed) -> tuple[RequestStatus, str | None]:
