@@ -55,7 +55,7 @@ class OpenCall:
     span: Any = None
 
 
-_OFF = ("", "", "")  # the labels while metrics are off (every metric's `labels` then records nothing)
+_OFF = ("", "", "")  # the labels while metrics and tracing are off (every metric's `labels` then records nothing)
 
 
 def _error_kind(status: int) -> str:
@@ -95,14 +95,15 @@ class UpstreamCaller:
             )
         last_status: int | None = None
         metered = metrics_enabled()
+        labelled = metered or ctx.trace is not None  # the upstream span carries the same labels
         for candidate in usable:
             deployment = candidate.deployment
             codec = codec_of(deployment)
             fast = codec is ctx.codec and not ctx.rewritten
             body, strip_usage, raw = self._body(ctx, deployment, codec, fast)
             headers = self._headers(ctx, deployment, codec)
-            # Metric labels only when metrics are recorded (they are off unless a metrics port is set).
-            labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key)) if metered else _OFF
+            # Labels only for metrics or tracing (both off unless configured).
+            labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key)) if labelled else _OFF
             span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
             tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
             sent = time.perf_counter()
