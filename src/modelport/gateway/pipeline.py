@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
@@ -160,11 +160,11 @@ class TextGateway:
         except ServiceError as exc:
             self._end(
                 ctx, timings, opened, _outcome(timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
-            )
+            )()
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             raise
         except BaseException:
-            self._end(ctx, timings, opened, _outcome(timings, opened, RequestStatus.CANCELLED, CLIENT_GONE, 499))
+            self._end(ctx, timings, opened, _outcome(timings, opened, RequestStatus.CANCELLED, CLIENT_GONE, 499))()
             raise
         response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
         if payload is None:
@@ -173,8 +173,8 @@ class TextGateway:
             def done(relayed: Relayed) -> None:
                 self.live_streams.discard(call.reply)
                 # Settled once the stream's end is sent (`answer.run_after`), not before its last bytes.
-                answer.after = partial(
-                    self._end, ctx, timings, opened, _outcome(timings, opened, *_ending(relayed), relayed=relayed)
+                answer.after = self._end(
+                    ctx, timings, opened, _outcome(timings, opened, *_ending(relayed), relayed=relayed)
                 )
 
             stream = (
@@ -192,19 +192,12 @@ class TextGateway:
             exc.headers = {**ctx.extra_response_headers, **exc.headers}
             self._end(
                 ctx, timings, opened, _outcome(timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
-            )
+            )()
             raise
-        if ctx.trace is not None:
-            self._end(ctx, timings, opened, _outcome(timings, opened, *_ending(relayed), relayed=relayed))
-            return BodyAnswer(content, headers=ctx.extra_response_headers)
-        # Priced now (the answer carries its cost), settled and logged once the answer is sent: that work
-        # is off the client's wait.
-        outcome = _outcome(timings, opened, *_ending(relayed), relayed=relayed)
-        record_call(ctx, outcome, timings)
-        usage, cost = self.metering.price(ctx, outcome)
-        ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
+        # Priced now (the answer carries its cost), settled and logged once the answer is sent.
+        settle = self._end(ctx, timings, opened, _outcome(timings, opened, *_ending(relayed), relayed=relayed))
         body_answer = BodyAnswer(content, headers=ctx.extra_response_headers)
-        body_answer.after = partial(self.metering.settle, ctx, outcome, usage, cost)
+        body_answer.after = settle
         return body_answer
 
     async def _call(
@@ -222,16 +215,24 @@ class TextGateway:
         timings.upstream_done = time.perf_counter()
         return call, payload
 
-    def _end(self, ctx: RequestContext, timings: Timings, opened: list[OpenCall], outcome: Outcome) -> None:
-        """The end of one request, however it ended (once): latency metrics, then settlement and the log row."""
-        call = opened[0] if opened else None
+    def _end(
+        self, ctx: RequestContext, timings: Timings, opened: list[OpenCall], outcome: Outcome
+    ) -> Callable[[], None]:
+        """The end of one request, however it ended (once): its latency metrics and its cost now, and the
+        settlement and log row returned, for the caller to run at once (a failure) or after the answer's last
+        byte (`answer.run_after`: off the client's wait). A traced request is settled at once, in its span."""
         record_call(ctx, outcome, timings)
+        settle: Callable[[], None]
         if ctx.trace is None:
-            cost = self.metering.finish(ctx, outcome)
+            usage, cost = self.metering.price(ctx, outcome)
+            settle = partial(self.metering.settle, ctx, outcome, usage, cost)
         else:
+            call = opened[0] if opened else None
             cost = _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
+            settle = _settled
         # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
+        return settle
 
 
 def _outcome(
@@ -256,6 +257,10 @@ def _outcome(
         fast=call.fast if call is not None else True,
         upstream_called=timings.first_attempt > 0,
     )
+
+
+def _settled() -> None:
+    """The settlement of a request settled already (traced: inside its span)."""
 
 
 def _ending(relayed: Relayed) -> tuple[RequestStatus, str | None]:

@@ -54,10 +54,7 @@ async def capped_chunks(
 ) -> AsyncIterator[bytes]:
     """The body's chunks as they arrive, refused with 413 (`too_large`, else `body_too_large`) as soon as
     more than `max_bytes` arrived or were declared. The one capped reader: the route counts for itself."""
-    counts_for_itself(request)
-    declared = declared_length(request.scope)
-    if declared is not None and declared > max_bytes:
-        raise too_large or body_too_large(max_bytes)
+    _take_over(request, max_bytes, too_large)
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
@@ -72,10 +69,7 @@ async def read_body(request: Request, max_bytes: int, too_large: PayloadTooLarge
 
     A plain loop over `receive()`: the text gateway reads every request this way, and the two async
     generators of `capped_chunks` over Starlette's `stream()` cost more than the loop's own work."""
-    counts_for_itself(request)
-    declared = declared_length(request.scope)
-    if declared is not None and declared > max_bytes:
-        raise too_large or body_too_large(max_bytes)
+    _take_over(request, max_bytes, too_large)
     if hasattr(request, "_body"):
         body: bytes = request._body
     else:
@@ -100,6 +94,14 @@ async def read_body(request: Request, max_bytes: int, too_large: PayloadTooLarge
     if len(body) > max_bytes:
         raise too_large or body_too_large(max_bytes)
     return body
+
+
+def _take_over(request: Request, max_bytes: int, too_large: PayloadTooLarge | None) -> None:
+    """The route counts its body itself from here; a body declared larger than the cap is refused at once."""
+    counts_for_itself(request)
+    declared = declared_length(request.scope)
+    if declared is not None and declared > max_bytes:
+        raise too_large or body_too_large(max_bytes)
 
 
 def counts_for_itself(request: Request) -> None:
