@@ -1,20 +1,30 @@
 """Async engine creation for the two supported databases.
 
-SQLite (embedded default) runs in WAL mode with a busy timeout, and every transaction starts with
-`BEGIN IMMEDIATE`: a writer takes the write lock up front instead of upgrading a read lock mid-way,
-which is what makes concurrent read-modify-write transactions fail with "database is locked".
+SQLite (embedded default) runs in WAL mode with a busy timeout. A write transaction (`engine.begin()`)
+starts with `BEGIN IMMEDIATE`: a writer takes the write lock up front instead of upgrading a read lock
+mid-way, which is what makes concurrent read-modify-write transactions fail with "database is locked".
+A `engine.connect()` block never commits (nothing in modelport writes through one on SQLite), so it reads
+in a deferred transaction: in WAL mode that is a snapshot that never waits for the write lock.
+
+Why the split matters: SQLite's busy handler polls (sleeps of up to 100 ms, then tries again), so a
+connection waiting for the write lock is not served in turn; while background work kept the lock busy,
+a task lookup that had to take it waited seconds, and on a loaded machine past the 30 s timeout.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# The execution option that marks a connection made for `begin()` (a write transaction) on SQLite.
+_WRITES = "modelport_writes"
 
 
 def create_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
@@ -47,9 +57,23 @@ def _create_sqlite_engine(database_url: str) -> AsyncEngine:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITES) else "BEGIN")
 
-    return engine
+    return SQLiteEngine(engine.sync_engine)
+
+
+class SQLiteEngine(AsyncEngine):
+    """An SQLite engine whose `begin()` takes the write lock up front; `connect()` blocks read a snapshot
+    (see the module docstring). The write connections come from the same pool, marked by an option."""
+
+    def __init__(self, sync_engine: Engine) -> None:
+        super().__init__(sync_engine)
+        self._writer = AsyncEngine(sync_engine.execution_options(**{_WRITES: True}))
+
+    @contextlib.asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        async with self._writer.connect() as conn, conn.begin():
+            yield conn
 
 
 def configure_sqlite_connection(dbapi_connection: Any) -> None:
