@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 from modelport.storage.db import create_engine
 from modelport.storage.tables import ledger_entries, media_files, media_tasks, teams, webhook_deliveries
 from tests.support.server import RunningServer, run_server, server_env
+from tests.support.stacks import modelport_stacks
 
 ADMIN_TOKEN = "tasks-test-admin-token-0123456789"
 SKETCH = "/local/sketch-image"
@@ -209,7 +210,11 @@ def wait_ended(media_url: str, team: Team, task_ids: list[str], timeout: float =
         for task_id in task_ids:
             if task_id in ended:
                 continue
-            got = httpx.get(f"{media_url}/api/v1/tasks/{task_id}", headers=team.headers, timeout=30)
+            try:
+                got = httpx.get(f"{media_url}/api/v1/tasks/{task_id}", headers=team.headers, timeout=30)
+            except httpx.TimeoutException:
+                stacks = modelport_stacks()
+                raise AssertionError(f"GET task {task_id}: no answer in 30 s. The processes:\n{stacks}") from None
             assert got.status_code == 200, got.text
             data: dict[str, Any] = got.json()["data"]
             if data["status"] in ("success", "failed", "cancelled"):
