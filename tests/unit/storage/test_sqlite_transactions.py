@@ -5,13 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.storage.db import create_engine
+
+
+@asynccontextmanager
+async def table_t(path: Path, *rows: int) -> AsyncIterator[AsyncEngine]:
+    """An engine on a new database at `path` with table t holding `rows`."""
+    engine = create_engine(f"sqlite+aiosqlite:///{path}")
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (x INTEGER)"))
+            for x in rows:
+                await conn.execute(text("INSERT INTO t VALUES (:x)"), {"x": x})
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 @contextmanager
@@ -30,11 +45,7 @@ def write_lock_held(path: Path) -> Iterator[sqlite3.Connection]:
 
 def test_a_read_does_not_wait_for_the_write_lock(tmp_path: Path) -> None:
     async def run() -> None:
-        engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}")
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(text("CREATE TABLE t (x INTEGER)"))
-                await conn.execute(text("INSERT INTO t VALUES (1)"))
+        async with table_t(tmp_path / "db.sqlite", 1) as engine:
             with write_lock_held(tmp_path / "db.sqlite"):
 
                 async def read() -> int:
@@ -43,18 +54,13 @@ def test_a_read_does_not_wait_for_the_write_lock(tmp_path: Path) -> None:
 
                 # Under BEGIN IMMEDIATE this waited for the busy timeout (30 s) and then failed.
                 assert await asyncio.wait_for(read(), timeout=10) == 1  # the committed snapshot
-        finally:
-            await engine.dispose()
 
     asyncio.run(run())
 
 
 def test_a_write_transaction_takes_the_lock_before_its_first_statement(tmp_path: Path) -> None:
     async def run() -> None:
-        engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}")
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(text("CREATE TABLE t (x INTEGER)"))
+        async with table_t(tmp_path / "db.sqlite") as engine:
 
             async def read_then_write() -> int:
                 async with engine.begin() as conn:
@@ -73,7 +79,5 @@ def test_a_write_transaction_takes_the_lock_before_its_first_statement(tmp_path:
             async with engine.connect() as conn:
                 rows = sorted(r[0] for r in await conn.execute(text("SELECT x FROM t")))
             assert rows == [2, 11]
-        finally:
-            await engine.dispose()
 
     asyncio.run(run())
