@@ -31,7 +31,12 @@ def _admin(server: RunningServer, method: str, path: str, **kwargs: object) -> h
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    env = {"MODELPORT_ADMIN_TOKEN": ADMIN_TOKEN, "MODELPORT_CONSOLE__SIGN_IN_PER_MINUTE": "1000"}
+    # The broken deployment must stay cooling down for the whole module (30 s ran out on a slow CI machine).
+    env = {
+        "MODELPORT_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MODELPORT_CONSOLE__SIGN_IN_PER_MINUTE": "1000",
+        "MODELPORT_UPSTREAM_COOLDOWN_SECONDS": "600",
+    }
     with run_server(tmp_path_factory.mktemp("operator-browser"), env=env) as running:
         # A deployment nobody listens on, with credentials in a header and in its URL: they must never show.
         spec = {
