@@ -1,32 +1,83 @@
 #!/usr/bin/env bash
-# Install the test dependencies and run the whole suite: lint, types, tests.
+# Install the test dependencies and run the whole suite: lint, types, the instruction guard, tests.
 # Needs PostgreSQL (MODELPORT_TEST_POSTGRES_URL, default root@127.0.0.1:5432/test) and Redis
 # (MODELPORT_TEST_REDIS_URL, default redis://127.0.0.1:6379/0); tests that need them fail, never skip.
+#
+# Arguments go to pytest: `scripts/test.sh tests/integration/gateway` runs one area (coverage reported,
+# no floor). pytest runs in two stages: the parallel one (MODELPORT_TEST_WORKERS processes, default 2;
+# 0 runs it in this process, serially, for debugging) and then the tests marked `serial` (timing-sensitive)
+# alone. MODELPORT_TEST_SKIP_CHECKS=1 skips lint, types and the guard (a quick rerun of tests).
+# Every stage prints its duration; test-artifacts/ gets each stage's JUnit XML report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh local,test
-# Claude Code and Codex CLI for the agents_cli tests (they fail, never skip, without them).
-bash scripts/install_agents.sh
-# Debian's Chromium for the console's browser tests (marker `browser`; they fail, never skip, without it).
-bash scripts/install_browser.sh
-# Debian's valgrind for the instruction-count guard below.
-bash scripts/install_valgrind.sh
-echo "==> ruff (lint and format)"
-.venv/bin/ruff check .
-.venv/bin/ruff format --check .
-echo "==> import layers (lint-imports)"
-.venv/bin/lint-imports --no-cache
-echo "==> mypy (strict): src, tests, bench"
-.venv/bin/mypy
-.venv/bin/mypy --strict --explicit-package-bases tests
-MYPYPATH=bench .venv/bin/mypy --strict bench/*.py
-echo "==> instruction-count guard: modelport / bare proxy per request (bench/instr_guard.py, ~2-3 minutes)"
-# The issue's 10 %: since batch writes on SQLite take one hand-off each, four runs spread by at most 2 %
-# (bench/README.md). A run over the line is measured once more, and only two in a row fail: a regression
-# fails both, a timer landing in the counted window of one does not.
-.venv/bin/python bench/instr_guard.py || { echo "==> over the line: measuring once more"; .venv/bin/python bench/instr_guard.py; }
-echo "==> pytest (with a coverage report; the floor is fail_under in pyproject.toml [tool.coverage.report])"
-# The floor holds for the whole suite; a run given arguments (a subset) reports coverage without it.
+
+started=$SECONDS
+stage() {  # stage NAME COMMAND...: run it, print how long it took, return its exit code
+  local name=$1 begin=$SECONDS code=0
+  shift
+  echo "==> $name"
+  "$@" || code=$?
+  echo "==> $name: exit $code in $((SECONDS - begin)) s (the run so far: $((SECONDS - started)) s)"
+  return "$code"
+}
+
+# Each step function chains its commands with && : `stage` runs it in a || context, where set -e is off.
+install() {
+  bash scripts/install.sh local,test &&
+    # Claude Code and Codex CLI for the agents_cli tests (they fail, never skip, without them).
+    bash scripts/install_agents.sh &&
+    # Debian's Chromium for the console's browser tests (marker `browser`; they fail, never skip, without it).
+    bash scripts/install_browser.sh &&
+    # Debian's valgrind for the instruction-count guard below.
+    bash scripts/install_valgrind.sh
+}
+
+lint() {
+  .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/lint-imports --no-cache
+}
+
+types() {
+  .venv/bin/mypy &&
+    .venv/bin/mypy --strict --explicit-package-bases tests &&
+    MYPYPATH=bench .venv/bin/mypy --strict bench/*.py
+}
+
+guard() {
+  # The issue's 10 %: since batch writes on SQLite take one hand-off each, four runs spread by at most 2 %
+  # (bench/README.md). A run over the line is measured once more, and only two in a row fail: a regression
+  # fails both, a timer landing in the counted window of one does not.
+  .venv/bin/python bench/instr_guard.py || { echo "==> over the line: measuring once more"; .venv/bin/python bench/instr_guard.py; }
+}
+
+# pytest exits 5 when a stage selects no test (a subset with no serial test, say): not a failure here.
+pytest_stage() {
+  local code=0
+  .venv/bin/python -m pytest "$@" || code=$?
+  if [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then return "$code"; fi
+}
+
+stage "install" install
+if [ "${MODELPORT_TEST_SKIP_CHECKS:-0}" != 1 ]; then
+  stage "ruff (lint and format), import layers (lint-imports)" lint
+  stage "mypy (strict): src, tests, bench" types
+  stage "instruction-count guard: modelport / bare proxy per request (bench/instr_guard.py)" guard
+fi
+
+mkdir -p test-artifacts
+workers=${MODELPORT_TEST_WORKERS:-2}
+# The coverage floor (fail_under in pyproject.toml) holds for the whole suite, checked once both stages
+# have added their data; a run given arguments (a subset) reports coverage without it.
 floor=()
 if [ "$#" -gt 0 ]; then floor=(--cov-fail-under=0); fi
-.venv/bin/python -m pytest --cov --cov-report=term-missing:skip-covered "${floor[@]}" "$@"
+# Both stages run even when the first fails (one run shows every failure); the run fails if either did.
+# The order is random (pytest-randomly prints its seed; `-p no:randomly` keeps the file order).
+common=(--cov --durations=30)
+failed=0
+stage "pytest, parallel stage ($workers workers; tests not marked serial)" pytest_stage "${common[@]}" \
+  -n "$workers" --dist loadgroup -m "not serial" --cov-report= --cov-fail-under=0 \
+  --junitxml=test-artifacts/junit-parallel.xml "$@" || failed=1
+stage "pytest, serial stage (tests marked serial, one at a time; coverage of both stages)" pytest_stage \
+  "${common[@]}" -p no:xdist -m serial --cov-append --cov-report=term-missing:skip-covered "${floor[@]}" \
+  --junitxml=test-artifacts/junit-serial.xml "$@" || failed=1
+echo "==> the whole run: $((SECONDS - started)) s"
+exit "$failed"

@@ -1,15 +1,23 @@
-"""Shared fixtures. `engine` runs a test once on SQLite and once on PostgreSQL."""
+"""Shared fixtures and the suite's scheduling. `engine` runs a test once on SQLite and once on PostgreSQL.
+
+Scheduling under pytest-xdist (`scripts/test.sh` runs `-n 2 --dist loadgroup`): every integration or
+conformance module is one xdist group, so its module-scoped servers start once, on one worker; tests marked
+`heavy` (CPU-bound: renders, fuzzing, real CLIs, a browser) share one group, so no two of them run at once;
+tests marked `serial` (timing-sensitive) are left for a stage of their own after the parallel one. A test
+that times out (pytest-timeout) fails with the stacks of the modelport processes this test process started.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support import conformance_data
-from tests.support.databases import BACKENDS, migrated_engine
+from tests.support.databases import BACKENDS, drop_templates, migrated_engine
+from tests.support.stacks import modelport_stacks
 
 _left_out: list[Path] = []
 
@@ -28,6 +36,32 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     _left_out.append(collection_path)
     return True
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook is a plain one)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        if item.get_closest_marker("heavy") is not None:
+            item.add_marker(pytest.mark.xdist_group("heavy"))
+            continue
+        path = Path(item.path)
+        relative = path.relative_to(root) if path.is_relative_to(root) else path
+        if relative.parts[:2] in (("tests", "integration"), ("tests", "conformance")):
+            item.add_marker(pytest.mark.xdist_group(relative.as_posix()))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call" and report.failed and "Timeout (>" in report.longreprtext:
+        # The servers are still up here (fixtures tear down after this report): say where they stalled.
+        report.sections.append(("modelport processes at the timeout", modelport_stacks()))
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    drop_templates()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

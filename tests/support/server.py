@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import httpx
 
 _URL_RE = re.compile(r"^(media host|text gateway):\s+(http://\S+)")
 _KEY_RE = re.compile(r"^demo API key:\s+(\S+)")
+_REDIS_PREFIX = "mp-test-" + secrets.token_hex(6)
 
 
 @dataclass
@@ -71,6 +73,9 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
             "MODELPORT_DATA_DIR": str(data_dir),
             "MODELPORT_AUTH_CACHE_SECONDS": "0",
             "MODELPORT_LOG_LEVEL": "WARNING",
+            # The servers of parallel test processes (xdist workers) share one Redis but never its keys or
+            # channels: one prefix per test process (a test may still set its own).
+            "MODELPORT_RATELIMIT_PREFIX": _REDIS_PREFIX,
         }
     )
     env.update(extra)

@@ -3,6 +3,7 @@ dump of each one's Python stacks (all threads), so a rare stall in CI says where
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -14,11 +15,28 @@ def _py_spy() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
+def _parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state; the name may hold spaces
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        pid = _parent(pid)
+        if pid == ancestor:
+            return True
+    return False
+
+
 def modelport_stacks() -> str:
+    """The stacks of the modelport processes this test process started (not another xdist worker's)."""
     listed = subprocess.run(
         ["pgrep", "-f", "--", "-m modelport"], capture_output=True, text=True, timeout=30, check=False
     )
-    pids = listed.stdout.split()
+    pids = [pid for pid in listed.stdout.split() if _descends_from(int(pid), os.getpid())]
     if not pids:
         return "no modelport process is running"
     py_spy = _py_spy()
