@@ -3,7 +3,8 @@
 Scheduling under pytest-xdist (`scripts/test.sh` runs `-n 2 --dist loadgroup`): every integration or
 conformance module is one xdist group, so its module-scoped servers start once, on one worker; tests marked
 `heavy` (CPU-bound: renders, fuzzing, real CLIs, a browser) share one group, so no two of them run at once;
-tests marked `serial` (timing-sensitive) are left for a stage of their own after the parallel one. A test
+tests marked `serial` (timing-sensitive) are left for a stage of their own after the parallel one. Which
+tests are heavy or serial, and why, is tests/support/schedule.py. A test
 that times out (pytest-timeout) fails with the stacks of the modelport processes this test process started.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support import conformance_data
+from tests.support import conformance_data, schedule
 from tests.support.databases import BACKENDS, drop_templates, migrated_engine
 from tests.support.stacks import modelport_stacks
 
@@ -42,7 +43,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = config.rootpath
     for item in items:
-        if item.get_closest_marker("heavy") is not None:
+        if schedule.is_serial(item.nodeid):
+            item.add_marker(pytest.mark.serial)
+            continue
+        if schedule.is_heavy(item.nodeid) or item.get_closest_marker("heavy") is not None:
+            item.add_marker(pytest.mark.heavy)
             item.add_marker(pytest.mark.xdist_group("heavy"))
             continue
         path = Path(item.path)
@@ -52,7 +57,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.when == "call" and report.failed and "Timeout (>" in report.longreprtext:
         # The servers are still up here (fixtures tear down after this report): say where they stalled.

@@ -13,6 +13,7 @@ these templates. `drop_templates` (run at the end of the session by tests/confte
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import secrets
 import shutil
@@ -122,9 +123,14 @@ async def migrated_postgres_database() -> AsyncIterator[str]:
 
 
 def migrated_sqlite_file(target: Path) -> Path:
-    """Copy this process's migrated SQLite template to `target` (made on first use)."""
-    template = asyncio.run(_migrated_sqlite_template()) if _sqlite_template is None else _sqlite_template
-    shutil.copyfile(template, target)
+    """Copy this process's migrated SQLite template to `target` (made on first use), private (0600) as
+    `serve` makes its own. Callable from sync code, also inside a running event loop (an async fixture)."""
+    if _sqlite_template is None:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a thread of its own: no loop runs there
+            pool.submit(asyncio.run, _migrated_sqlite_template()).result()
+    assert _sqlite_template is not None
+    shutil.copyfile(_sqlite_template, target)
+    target.chmod(0o600)
     return target
 
 

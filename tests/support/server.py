@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.databases import migrated_sqlite_file
+
 _URL_RE = re.compile(r"^(media host|text gateway):\s+(http://\S+)")
 _KEY_RE = re.compile(r"^demo API key:\s+(\S+)")
 _REDIS_PREFIX = "mp-test-" + secrets.token_hex(6)
@@ -90,13 +92,20 @@ def run_server(
     env: dict[str, str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
     python_args: Sequence[str] = ("-m", "modelport"),
+    fresh_database: bool = False,
     **env_extra: str,
 ) -> Iterator[RunningServer]:
     """`env` and `env_extra` are added to the server's environment (`env` for names that are not identifiers).
 
     `preexec_fn` runs in the child before `modelport` starts (e.g. to lower its open-file limit);
-    `python_args` replace `-m modelport` (e.g. `-c CODE` that wraps the CLI)."""
+    `python_args` replace `-m modelport` (e.g. `-c CODE` that wraps the CLI). A server on the default SQLite
+    file in a data directory that has none starts from a copy of the test process's migrated template,
+    which spares each start its migration run; `fresh_database=True` lets `serve` create and migrate it."""
     env = server_env(data_dir, **(env or {}), **env_extra)
+    database = Path(env["MODELPORT_DATA_DIR"]) / "modelport.db"
+    if not fresh_database and "MODELPORT_DATABASE_URL" not in env and not database.exists():
+        database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        migrated_sqlite_file(database)
     process = subprocess.Popen(
         [sys.executable, *python_args, "serve", "--media-port", "0", "--text-port", "0", *args],
         env=env,

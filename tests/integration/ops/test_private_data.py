@@ -47,7 +47,7 @@ def stored_secret(data_dir: Path) -> str:
 
 def test_a_new_data_directory_and_its_files_are_private(tmp_path: Path) -> None:
     data_dir = tmp_path / "fresh" / "var"
-    with run_server(data_dir) as server:
+    with run_server(data_dir, fresh_database=True) as server:
         assert not any(line.startswith("warning: the data directory") for line in server.banner)
         assert mode(data_dir) == 0o700
         for name in ("modelport.db", "secret_key"):
@@ -69,7 +69,7 @@ def test_an_existing_open_data_directory_is_named_in_a_warning(tmp_path: Path) -
     data_dir = tmp_path / "var"
     data_dir.mkdir()
     data_dir.chmod(0o755)
-    with run_server(data_dir) as server:
+    with run_server(data_dir, fresh_database=True) as server:
         warning = [line for line in server.banner if line.startswith("warning: the data directory")]
         assert warning and "mode 0755" in warning[0] and f"chmod 700 {data_dir}" in warning[0]
     assert mode(data_dir) == 0o755  # the operator's choice is warned about, not changed

@@ -48,7 +48,7 @@ def _rss_mib(pid: int) -> float:
 def test_a_serving_process_loads_heavy_libraries_only_on_first_use(tmp_path: Path) -> None:
     # A first start: the SQLite file is created and migrated in a forked child, so Alembic stays out.
     dump = tmp_path / "modules.json"
-    with run_server(tmp_path, python_args=("-c", _DUMP_MODULES, str(dump))) as server:
+    with run_server(tmp_path, python_args=("-c", _DUMP_MODULES, str(dump)), fresh_database=True) as server:
         assert server.demo_key is not None
         auth = {"Authorization": f"Bearer {server.demo_key}"}
         assert httpx.get(server.text_url + "/v1/models", headers=auth).status_code == 200

@@ -1,0 +1,56 @@
+"""Which tests must not share the machine: read by tests/conftest.py, which marks them at collection.
+
+`scripts/test.sh` runs the suite on two xdist workers, then the `serial` tests alone. A test is here for a
+measured reason, said beside it; an entry is a node-id prefix (a file, or a file and a test name).
+
+- SERIAL: timing-sensitive. Each asserts a bound on wall time or on a deadline the server keeps (a 408
+  after a timeout, a cut after a grace period, a cancel within seconds) that another CPU-bound process
+  beside it could push past. They run after the parallel stage, one at a time, as the whole suite once did.
+- HEAVY: CPU-bound for most of their run (a real browser, real coding-agent CLIs, video and speech renders,
+  the embedded llama.cpp model, schema-driven fuzzing). They share one xdist group, so they run one after
+  another on one worker while the other worker runs the light tests beside them.
+"""
+
+from __future__ import annotations
+
+SERIAL: dict[str, str] = {
+    "tests/integration/test_server_limits.py": "header, keep-alive and body timeouts checked to within seconds",
+    "tests/integration/tasks/test_task_controls_serve.py": "a cancel stops a render within 3 s and its CPU use",
+    "tests/integration/test_request_logs_writer.py::test_rows_arrive_within_the_flush_interval_without_a_flush": (
+        "rows land within 2 s"
+    ),
+    "tests/integration/gateway/test_shutdown_cut.py": "streams cut at the grace period (0.9-8 s)",
+    "tests/unit/upstreams/test_local_model.py::test_close_cancels_a_running_generation": "cancelled within 1 s",
+    "tests/unit/support/test_bench_fake_upstream.py": "192 requests answered in parallel within 8 s",
+    "tests/integration/tasks/test_tasks_restart.py": "a SIGKILLed server's tasks finish after a restart (CI stall)",
+}
+
+HEAVY: dict[str, str] = {
+    "tests/integration/agents_cli/": "Claude Code and Codex CLI (node) against a real serve",
+    "tests/integration/console/test_console_browser.py": "Chromium",
+    "tests/integration/console/test_operator_browser.py": "Chromium",
+    "tests/integration/console/test_fuzz_console_forms.py": "schemathesis",
+    "tests/integration/gateway/test_fuzz_openapi.py": "schemathesis",
+    "tests/integration/gateway/test_fuzz_query_params.py": "schemathesis",
+    "tests/integration/gateway/test_fuzz_protocol_bodies.py": "hypothesis against a real serve",
+    "tests/integration/tasks/test_style_video_serve.py": "video renders",
+    "tests/integration/tasks/test_slideshow_serve.py": "video renders",
+    "tests/integration/tasks/test_speech_serve.py": "speech synthesis",
+    "tests/integration/tasks/test_style_transfer_serve.py": "ONNX style transfer",
+    "tests/integration/tasks/test_render_pool_serve.py": "video renders in a process pool",
+    "tests/integration/tasks/test_render_process_serve.py": "video renders in a process pool",
+    "tests/integration/conformance_gateway/test_local_model_e2e.py": "the embedded llama.cpp model",
+    "tests/unit/upstreams/test_local_model.py": "the embedded llama.cpp model",
+}
+
+
+def _find(table: dict[str, str], nodeid: str) -> str | None:
+    return next((reason for prefix, reason in table.items() if nodeid.startswith(prefix)), None)
+
+
+def is_serial(nodeid: str) -> bool:
+    return _find(SERIAL, nodeid) is not None
+
+
+def is_heavy(nodeid: str) -> bool:
+    return _find(HEAVY, nodeid) is not None
