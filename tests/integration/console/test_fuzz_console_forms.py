@@ -271,9 +271,7 @@ def test_console_number_fields_never_get_a_5xx(
             cookie, token = sessions[who]
             for field in fields:
                 data = {"csrf_token": token, "role": "member", "period": "month", field: value}
-                response = httpx.post(
-                    base_url + path, data=data, cookies={"modelport_console": cookie}, timeout=30
-                )
+                response = httpx.post(base_url + path, data=data, cookies={"modelport_console": cookie}, timeout=30)
                 where = (path, field, value, response.status_code, response.text[:300])
                 assert response.status_code in (200, 201, 303, 400), where
                 if response.status_code != 303:

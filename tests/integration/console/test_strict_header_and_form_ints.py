@@ -34,11 +34,15 @@ def test_task_headers_with_odd_digits_are_400(console_server: ConsoleServer, bos
     headers = {"Authorization": f"Bearer {boss[0]}"}
     with httpx.Client(base_url=console_server.media_url, headers=headers, timeout=30) as media:
         for name in TASK_HEADERS:
-            answer = media.post("/local/sketch-image", json={"prompt": "a"}, headers={name: odd.encode("latin-1")})
+            answer = media.post(
+                "/local/sketch-image", json={"prompt": "a"}, headers={name.encode(): odd.encode("latin-1")}
+            )
             assert answer.status_code == 400, (name, odd, answer.status_code, answer.text[:300])
             assert answer.json()["code"] == 400 and name in answer.json()["message"], answer.text
             assert media.get("/healthz").status_code == 200  # the same connection answers the next request
-        waited = media.post("/local/sketch-image", json={"prompt": "a"}, headers={"Prefer": f"wait={odd}".encode("latin-1")})
+        waited = media.post(
+            "/local/sketch-image", json={"prompt": "a"}, headers={b"Prefer": f"wait={odd}".encode("latin-1")}
+        )
         assert waited.status_code == 400 and "Prefer" in waited.json()["message"], waited.text
         # A plain number passes the header checks (the team has no balance: 402, nothing runs).
         fine = media.post("/local/sketch-image", json={"prompt": "a"}, headers={"X-Task-Timeout": "60"})

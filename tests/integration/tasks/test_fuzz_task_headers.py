@@ -28,7 +28,9 @@ FUZZ = settings(
 ADMIN_TOKEN = "fuzz-task-headers-admin-token-0123456789"
 MODEL = "/local/sketch-image"
 UNDECLARED = ["traceparent"]  # read by the route, not a documented parameter
-odd_text = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0xFF, blacklist_categories=["Cc"]), max_size=40)
+odd_text = st.text(
+    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0xFF, blacklist_categories=["Cc"]), max_size=40
+)
 header_value = st.one_of(header_number_like, odd_text, header_number_like.map(lambda v: f"wait={v}"))
 
 
@@ -38,7 +40,9 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Clie
     (tmp / "config.toml").write_text(CONFIG)  # rate limits far above what the fuzzer sends
     with run_server(tmp, MODELPORT_ADMIN_TOKEN=ADMIN_TOKEN, MODELPORT_CONFIG=str(tmp / "config.toml")) as server:
         admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-        assert httpx.post(server.media_url + "/admin/v1/teams", json={"name": "broke"}, headers=admin).status_code == 200
+        assert (
+            httpx.post(server.media_url + "/admin/v1/teams", json={"name": "broke"}, headers=admin).status_code == 200
+        )
         made = httpx.post(server.media_url + "/admin/v1/teams/broke/keys", json={}, headers=admin)
         key = made.json()["data"]["key"]
         document = httpx.get(server.media_url + "/openapi.json").json()
@@ -48,7 +52,7 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Clie
             yield client, names
 
 
-def check(client: httpx.Client, headers: dict[str, bytes]) -> None:
+def check(client: httpx.Client, headers: dict[bytes, bytes]) -> None:
     answer = client.post(MODEL, json={"prompt": "a"}, headers=headers)
     assert answer.status_code in (400, 402, 409), (headers, answer.status_code, answer.text[:300])
     body = answer.json()
@@ -68,7 +72,7 @@ def test_every_task_header_never_gets_a_5xx(media: tuple[httpx.Client, list[str]
     def run(values: list[str]) -> None:
         encoded = [v.encode("latin-1") for v in values]
         for name, value in zip(names, encoded, strict=True):
-            check(client, {name: value})
-        check(client, dict(zip(names, encoded, strict=True)))
+            check(client, {name.encode(): value})
+        check(client, {name.encode(): value for name, value in zip(names, encoded, strict=True)})
 
     run()

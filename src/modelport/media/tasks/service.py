@@ -386,7 +386,9 @@ class TaskOptions:
 def _seconds_header(raw: str | None, name: str, low: int, high: int) -> int | None:
     if raw is None:
         return None
-    return bounded_int(raw, name, low=low, high=high, refusal=f"{name} must be a whole number of seconds from {low} to {high}")
+    return bounded_int(
+        raw, name, low=low, high=high, refusal=f"{name} must be a whole number of seconds from {low} to {high}"
+    )
 
 
 def _int_param(query: dict[str, str], name: str, *, minimum: int) -> int | None:
