@@ -11,6 +11,7 @@ from typing import Any
 from modelport.accounts.limits import PERIODS
 from modelport.errors import InvalidParameters
 from modelport.money import MAX_TOPUP_USD, MICROS_PER_USD
+from modelport.strict_int import plain_int
 
 ROLES = ("member", "admin")
 MAX_PATTERNS = 100
@@ -120,8 +121,9 @@ def parse_expiry(text: str) -> int:
     """`expires_at` (Unix seconds) from what a person types: Unix seconds, a date (`2027-01-01`, midnight
     UTC) or an ISO date-time (UTC unless it names its offset)."""
     value = text.strip()
-    if value.isdigit():
-        return int(value)
+    seconds = plain_int(value)
+    if seconds is not None:
+        return seconds
     try:
         when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -154,10 +156,10 @@ def fields_from_text(options: dict[str, str | None]) -> dict[str, Any]:
         elif option in ("rpm", "tpm"):
             if clear:
                 fields[option] = None
-            elif not value.isdigit():
+            elif (count := plain_int(value)) is None:
                 raise InvalidParameters(f"{option} must be a whole number", param=option)
             else:
-                fields[option] = int(value)
+                fields[option] = count
         elif option == "expires":
             fields["expires_at"] = None if clear else parse_expiry(value)
         elif option == "allow_ip":

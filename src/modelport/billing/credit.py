@@ -11,7 +11,9 @@ A slice is `RESERVE_FACTOR` estimates, or what the team spent here in the last `
 is more (at most `MAX_RESERVE_FACTOR` estimates), and at most `1/FAIR_SHARE` of the available balance (at
 least one estimate), so as the balance runs low reservations shrink and other processes still find money. The
 unused rest of a reservation goes back when the team has been idle for `idle_return_seconds`, when the
-reservation is older than `max_age_seconds`, when another process asks for it, and at shutdown. When a
+reservation is older than `max_age_seconds`, when another process asks for it, when the spend limit of the
+key it holds for was lowered (at the first request that carries the new limit: within the auth cache bound),
+and at shutdown. When a
 process cannot reserve one estimate but other processes hold reservations of the team, it asks them back
 (`reservations.ask_back`; they see it within `TICK_SECONDS`) and retries for up to `ask_back_wait_seconds`
 before answering 402: a request is refused only when the team as a whole cannot pay its estimate.
@@ -144,8 +146,12 @@ class CreditBook:
             credit = self._teams[holder] = _TeamCredit(key=key)
         elif key is not None:
             credit.key = key  # the limit may have changed: the next reservation holds against the new one
-        if self._short(credit, estimate_micros):
+        if self._short(credit, estimate_micros) or self._above_limit(credit, key):
             async with credit.lock:
+                if self._above_limit(credit, key):
+                    # The key's limit was lowered: the slice reserved under the old one goes back before
+                    # anything more is admitted, and the next one is held against the new limit.
+                    self._return(credit)
                 # Re-check: another request may have reserved while this one waited for the lock.
                 if self._short(credit, estimate_micros):
                     short = await self._reserve(team_id, credit, estimate_micros, minimum)
@@ -195,6 +201,12 @@ class CreditBook:
                 key_period_ms=0 if key is None else key.period_ms,
             )
         )
+
+    @staticmethod
+    def _above_limit(credit: _TeamCredit, key: KeyHold | None) -> bool:
+        """Was the holder's current reservation taken under a higher spend limit than the key has now?"""
+        held = None if credit.current is None else credit.current.key
+        return key is not None and held is not None and key.limit_micros < held.limit_micros
 
     def _short(self, credit: _TeamCredit, estimate: int) -> bool:
         return (

@@ -59,6 +59,11 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+def console_routers(routers: Sequence[APIRouter] = ()) -> tuple[APIRouter, ...]:
+    """Every router of the console app, in matching order (the tests walk their routes)."""
+    return (signin.router, *TEAM_ROUTERS, *routers)
+
+
 def create_console_app(services: Services, routers: Sequence[APIRouter] = ()) -> FastAPI:
     """The console app; `routers` are added after the team console's (the operator console's go here)."""
     # Body limits first: nothing reads a form before them (the CSRF check is its first reader).
@@ -66,8 +71,7 @@ def create_console_app(services: Services, routers: Sequence[APIRouter] = ()) ->
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, dependencies=checks)
     app.state.services = services
     install_error_pages(app)
-    app.include_router(signin.router)
-    for router in (*TEAM_ROUTERS, *routers):
+    for router in console_routers(routers):
         app.include_router(router)
     app.add_middleware(CatchUnexpected)  # inside the sessions: the 500 page still has the session
     app.add_middleware(SessionMiddleware, **middleware_options(services))

@@ -1,4 +1,5 @@
-"""Who is signed in: `require_team` and `require_operator`, dependencies of the console's pages.
+"""Who is signed in: `require_team` (`team_with` a permission) and `require_operator`, dependencies of the
+console's pages.
 
 Without a valid session they raise `SignInRequired` (the console answers a redirect to the sign-in page;
 for an htmx request an `HX-Redirect`). Every request reads the session's row (`accounts.console_sessions`,
@@ -8,10 +9,13 @@ or an operator's "end sessions" ends the session at the next request, on every p
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from starlette.requests import Request
 
 from modelport.accounts import console_sessions
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.permissions import Permission, check_permission
 from modelport.clock import now_ms
 from modelport.console.sessions import (
     KEY_ID,
@@ -58,6 +62,18 @@ async def require_team(request: Request) -> AuthContext:
         raise SignInRequired(TEAM_SIGN_IN)
     request.state.auth = context
     return context
+
+
+def team_with(permission: Permission) -> Callable[[Request], Awaitable[AuthContext]]:
+    """`require_team`, then 403 unless the session's key has `permission`: the rule (and the message) of the
+    API route that does the same thing (`accounts.permissions`)."""
+
+    async def dependency(request: Request) -> AuthContext:
+        auth = await require_team(request)
+        check_permission(auth, permission)
+        return auth
+
+    return dependency
 
 
 async def require_operator(request: Request) -> None:

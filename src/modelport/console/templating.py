@@ -17,6 +17,7 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from modelport.accounts.permissions import Permission, allows
 from modelport.console.csrf import FIELD, csrf_token
 from modelport.media.tasks.states import TaskStatus
 from modelport.requestlog.record import RequestStatus
@@ -66,20 +67,21 @@ def num(value: int | None) -> str:
 
 _env.filters.update(usd=usd, when=when, num=num, day=day)
 
-# The team console's navigation: (console path, label, the `active` key a page sets).
-TEAM_NAV = (
-    ("/", "Overview", "overview"),
-    ("/keys", "API keys", "keys"),
-    ("/usage", "Usage", "usage"),
-    ("/logs", "Request logs", "logs"),
-    ("/tasks", "Tasks", "tasks"),
-    ("/assets", "Assets", "assets"),
-    ("/billing", "Billing", "billing"),
-    ("/webhooks", "Webhook secret", "webhooks"),
-    ("/notifications", "Notifications", "notifications"),
-    ("/audit", "Audit log", "audit"),
+# The team console's navigation: (console path, label, the `active` key a page sets, the permission its page
+# needs: a link a session's key may not follow is not shown).
+TEAM_NAV: tuple[tuple[str, str, str, Permission | None], ...] = (
+    ("/", "Overview", "overview", None),
+    ("/keys", "API keys", "keys", Permission.MANAGE_KEYS),
+    ("/usage", "Usage", "usage", None),
+    ("/logs", "Request logs", "logs", None),
+    ("/tasks", "Tasks", "tasks", None),
+    ("/assets", "Assets", "assets", None),
+    ("/billing", "Billing", "billing", None),
+    ("/webhooks", "Webhook secret", "webhooks", None),
+    ("/notifications", "Notifications", "notifications", Permission.MANAGE_NOTIFICATIONS),
+    ("/audit", "Audit log", "audit", Permission.READ_AUDIT),
 )
-_env.globals["team_nav"] = TEAM_NAV
+_env.globals.update(team_nav=TEAM_NAV, allows=allows)
 # The status enums, so templates compare with `TaskStatus.SUCCESS` rather than a spelled-out string.
 _env.globals.update(
     TaskStatus=TaskStatus, RequestStatus=RequestStatus, DeliveryStatus=DeliveryStatus, AttemptOutcome=AttemptOutcome

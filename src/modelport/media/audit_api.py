@@ -15,8 +15,9 @@ from starlette.responses import Response
 from modelport.accounts import service as accounts
 from modelport.accounts.audit import ACTOR_KINDS, AuditFilter, list_events
 from modelport.accounts.auth import AuthContext
-from modelport.errors import Forbidden, InvalidParameters
-from modelport.web.deps import get_services, media_auth, operator_auth
+from modelport.accounts.permissions import Permission
+from modelport.errors import InvalidParameters
+from modelport.web.deps import get_services, media_auth_with, operator_auth
 from modelport.web.envelope import ok
 from modelport.web.query_int import MAX_QUERY_INT, query_int
 
@@ -88,7 +89,5 @@ async def operator_audit(request: Request) -> Response:
 
 
 @team_router.get("/audit", summary="The team's audit log (admin keys only)", openapi_extra={"parameters": _FILTERS})
-async def team_audit(request: Request, auth: AuthContext = Depends(media_auth)) -> Response:
-    if auth.role != "admin":
-        raise Forbidden("this API key cannot read the audit log")
+async def team_audit(request: Request, auth: AuthContext = Depends(media_auth_with(Permission.READ_AUDIT))) -> Response:
     return ok(await audit_page(request, auth.team_id))

@@ -19,11 +19,12 @@ from modelport.accounts.auth import AuthContext
 from modelport.accounts.grants import check_grant
 from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.models import ApiKey
+from modelport.accounts.permissions import Permission
 from modelport.billing.key_budget import key_spend_view
 from modelport.billing.operator import Operator
-from modelport.errors import Forbidden, InvalidParameters, NotFound
+from modelport.errors import InvalidParameters, NotFound
 from modelport.web.actor import request_actor
-from modelport.web.deps import get_services, media_auth
+from modelport.web.deps import get_services, media_auth_with
 from modelport.web.envelope import ok
 
 router = APIRouter(prefix="/api/v1/keys", tags=["keys"])
@@ -56,10 +57,7 @@ _FIELDS_BODY = {
 }
 
 
-async def admin_key(request: Request, auth: AuthContext = Depends(media_auth)) -> AuthContext:
-    if auth.role != "admin":
-        raise Forbidden("this API key cannot manage keys")
-    return auth
+admin_key = media_auth_with(Permission.MANAGE_KEYS)
 
 
 def _operator(request: Request, auth: AuthContext) -> Operator:

@@ -17,15 +17,16 @@ from starlette.responses import Response
 
 from modelport.accounts import notifications
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.permissions import Permission
 from modelport.billing import notify
-from modelport.errors import Forbidden, InvalidFormat, InvalidParameters
+from modelport.errors import InvalidFormat, InvalidParameters
 from modelport.media.fetch import FETCHER
 from modelport.media.webhooks import outbox
 from modelport.net import FetchError
 from modelport.net.errors import UrlFormatRefused
 from modelport.services import Services
 from modelport.web.actor import request_actor
-from modelport.web.deps import get_services, media_auth
+from modelport.web.deps import get_services, media_auth_with
 from modelport.web.envelope import ok
 from modelport.web.query_int import query_int
 
@@ -82,10 +83,7 @@ _PAGE = {
 }
 
 
-async def admin_key(request: Request, auth: AuthContext = Depends(media_auth)) -> AuthContext:
-    if auth.role != "admin":
-        raise Forbidden("this API key cannot manage the team's notifications")
-    return auth
+admin_key = media_auth_with(Permission.MANAGE_NOTIFICATIONS)
 
 
 def _view(found: notifications.NotificationSettings) -> dict[str, Any]:

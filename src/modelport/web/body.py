@@ -23,6 +23,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelport.errors import PayloadTooLarge
+from modelport.strict_int import plain_int
 from modelport.web.errors import Host, render_error
 
 # A route that reads no large body (admin JSON, webhook settings, console forms, utilities) gets this.
@@ -45,7 +46,7 @@ def declared_length(scope: Scope) -> int | None:
     """The `Content-Length` header as a number (None when absent or not plain ASCII digits)."""
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
-            return int(value) if value.isdigit() and len(value) < 20 else None
+            return plain_int(value.decode("latin-1"))
     return None
 
 

@@ -8,12 +8,12 @@ or a server keeps differs, so none is trusted.
 from __future__ import annotations
 
 import hmac
-import math
-import time
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.permissions import Permission, check_permission
 from modelport.clock import now_ms
 from modelport.errors import AuthenticationFailed, NotFound, RateLimited
 from modelport.protocols import KEY_HEADERS
@@ -74,6 +74,18 @@ async def media_auth(request: Request) -> AuthContext:
         raise MediaAuthFailed()
     request.state.auth = context
     return context
+
+
+def media_auth_with(permission: Permission) -> Callable[[Request], Awaitable[AuthContext]]:
+    """`media_auth`, then 403 unless the key's role has `permission` (`accounts.permissions`: the table the
+    team console checks too)."""
+
+    async def dependency(request: Request) -> AuthContext:
+        auth = await media_auth(request)
+        check_permission(auth, permission)
+        return auth
+
+    return dependency
 
 
 _KEY_HEADERS_HINT = "".join(f" or {name}: <key>" for name in KEY_HEADERS)
@@ -139,28 +151,27 @@ def client_address(request: Request) -> str:
 
 
 async def admin_token_matches(request: Request, candidate: str) -> bool:
-    """Whether `candidate` is the admin token, counting failures per client address.
+    """Whether `candidate` is the admin token; a wrong one is counted per client address.
 
-    Past `admin_failures_per_minute` failures every attempt from that address is refused with RateLimited
-    before the token is compared, so guessing runs at that rate at most. Shared by the admin API and the
-    operator console's sign-in (one count per address)."""
+    Checked first, counted after, as the console's team sign-in: the right token is never refused by the
+    limit (behind a proxy that is not a trusted one every client shares an address, so refusing before the
+    comparison let any stranger lock the operator out). Past `admin_failures_per_minute` failures a wrong
+    token is answered RateLimited instead of a 401. Guessing is answered by the token's length (at least 32
+    characters, `settings.py`), not by the limit, which slows sprays and keeps the log readable. Shared by
+    the admin API and the operator console's sign-in (one count per address)."""
     services = get_services(request)
     configured = services.settings.admin_token
     if configured is None:
         return False
-    limit = services.settings.admin_failures_per_minute
-    bucket = f"admin-token-failures:{client_address(request)}"
-    state = await services.limiters.rate.hit(bucket, limit, cost=0)  # cost 0: only reads the count
-    if state.remaining == 0:
-        # Room for one more attempt comes back one emission interval (60 s / limit) before full recovery.
-        wait = state.reset_at - time.time() - 60 * (limit - 1) / limit
-        raise RateLimited(
-            "too many failed admin token attempts from this address; try again later",
-            headers={"Retry-After": str(max(1, math.ceil(wait)))},
-        )
     if candidate and hmac.compare_digest(candidate.encode(), configured.get_secret_value().encode()):
         return True
-    await services.limiters.rate.hit(bucket, limit)
+    limit = services.settings.admin_failures_per_minute
+    decision = await services.limiters.rate.hit(f"admin-token-failures:{client_address(request)}", limit)
+    if not decision.allowed:
+        raise RateLimited(
+            f"too many failed admin token attempts from this address; try again in {decision.retry_after} s",
+            headers={"Retry-After": str(decision.retry_after)},
+        )
     return False
 
 

@@ -42,7 +42,8 @@ class ConsoleServer:
             assert self.admin("POST", f"/teams/{name}/topups", json={"amount_usd": topup_usd}).status_code == 200
         if retain_logs:
             assert self.admin("PATCH", f"/teams/{name}", json={"log_retention": True}).status_code == 200
-        created = self.admin("POST", f"/teams/{name}/keys", json={"name": "first"}).json()["data"]
+        # The team's first key is its admin (the console's key pages need one); members are tested apart.
+        created = self.admin("POST", f"/teams/{name}/keys", json={"name": "first", "role": "admin"}).json()["data"]
         return Team(name, created["key"], created["id"])
 
     def chat(self, key: str, text: str = "hello", user: str | None = None) -> httpx.Response:

@@ -5,7 +5,7 @@
   the body is read: the answer comes while the client is still sending, nothing is parsed or spooled.
 - Failed team sign-ins are limited per client address and per key prefix tried; a correct key is never
   refused. Failed admin-token attempts are limited per address (the admin API and the operator sign-in
-  share the count).
+  share the count); the right admin token is never refused.
 - `X-Forwarded-For` is honoured only from `server.trusted_proxies`: from anywhere else it changes nothing.
 """
 
@@ -129,7 +129,9 @@ def test_failures_also_count_per_key_prefix_across_addresses(proxied: RunningSer
     assert sign_in(proxied, demo, "203.0.113.99").status_code == 303  # the key itself still signs in
 
 
-def test_failed_admin_tokens_are_limited_per_address(proxied: RunningServer) -> None:
+def test_failed_admin_tokens_are_limited_per_address_and_the_right_token_still_works(proxied: RunningServer) -> None:
+    """Issue 33 item 4: wrong tokens from an address used to lock the right one out of that address too."""
+
     def admin_call(token: str, address: str) -> httpx.Response:
         headers = {"Authorization": f"Bearer {token}", "X-Forwarded-For": address}
         return httpx.get(proxied.media_url + "/admin/v1/teams", headers=headers, timeout=30)
@@ -137,15 +139,20 @@ def test_failed_admin_tokens_are_limited_per_address(proxied: RunningServer) -> 
     assert admin_call(ADMIN_TOKEN, "192.0.2.1").status_code == 200  # successes are not counted
     for _ in range(LIMIT):
         assert admin_call("wrong-token", "192.0.2.1").status_code == 401
-    refused = admin_call(ADMIN_TOKEN, "192.0.2.1")  # refused before the token is compared
+    refused = admin_call("wrong-token", "192.0.2.1")  # past the limit: wrong tokens are 429
     assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
     assert refused.json() == {"code": 429, "message": refused.json()["message"]}
     assert "too many failed admin token attempts" in refused.json()["message"]
-    # The operator sign-in shares the count of that address; another address is not affected.
+    assert admin_call(ADMIN_TOKEN, "192.0.2.1").status_code == 200  # the right token, same address
+    # The operator sign-in shares the count of that address: a wrong token is limited, the right one signs in.
     with httpx.Client(base_url=proxied.media_url + "/console", headers={"X-Forwarded-For": "192.0.2.1"}) as client:
         token = csrf_of(client.get("/admin/sign-in").text)
-        page = client.post("/admin/sign-in", data={"admin_token": ADMIN_TOKEN, "csrf_token": token})
+        page = client.post("/admin/sign-in", data={"admin_token": "wrong-token", "csrf_token": token})
         assert page.status_code == 429 and "too many failed admin token attempts" in page.text
+        page = client.post("/admin/sign-in", data={"admin_token": ADMIN_TOKEN, "csrf_token": token})
+        assert page.status_code == 303
+    # Another address is not limited by the first one's failures.
+    assert admin_call("wrong-token", "192.0.2.2").status_code == 401
     assert admin_call(ADMIN_TOKEN, "192.0.2.2").status_code == 200
 
 

@@ -25,7 +25,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -33,6 +33,7 @@ from schemathesis.specs.openapi.checks import content_type_conformance, status_c
 
 from tests.integration.console.conftest import ADMIN_TOKEN, ConsoleServer
 from tests.support.console import ConsoleClient, csrf_of
+from tests.support.odd_numbers import number_like
 
 EXAMPLES = int(os.environ.get("MODELPORT_FUZZ_EXAMPLES", "15"))
 FUZZ_SETTINGS = settings(
@@ -45,10 +46,12 @@ FUZZ_SETTINGS = settings(
 SIGN_IN_CAP = 4096
 FORM_CAP = 64 * 1024
 
+KEY_FORM = ["name", "spend_limit", "period", "models", "rpm", "tpm", "expires", "allow_ip", "role"]
 # Every POST form of the console: path -> fields (all text, as a browser sends them).
 TEAM_FORMS: dict[str, list[str]] = {
     "/sign-in": ["api_key", "next"],
-    "/keys": ["name"],
+    "/keys": KEY_FORM,
+    "/keys/{key_id}/edit": KEY_FORM,
     "/keys/{key_id}/revoke": [],
     "/webhooks/reveal": [],
     "/webhooks/rotate": [],
@@ -61,11 +64,17 @@ OPERATOR_FORMS: dict[str, list[str]] = {
     "/admin/teams/{team_id}/topup": ["amount_usd", "note"],
     "/admin/teams/{team_id}/tier": ["tier"],
     "/admin/teams/{team_id}/flags": ["asset_service", "log_retention"],
+    "/admin/teams/{team_id}/log-days": ["log_days"],
     "/admin/teams/{team_id}/end-sessions": [],
-    "/admin/teams/{team_id}/keys": ["name"],
+    "/admin/teams/{team_id}/keys": KEY_FORM,
+    "/admin/keys/{key_id}/edit": KEY_FORM,
     "/admin/keys": ["q"],
     "/admin/keys/{key_id}/revoke": [],
 }
+# Fields that take a number: any text, or digits among which non-ASCII ones (`²` passes `str.isdigit()`,
+# `٣` and `９` pass `int()`), so the generated forms carry both.
+NUMBER_FIELDS = {"rpm", "tpm", "expires", "spend_limit", "key_spend_percent", "key_expiry_days", "log_days"}
+DIGITISH = {"type": "string", "pattern": "^-?[0-9²³¹٣９]{1,12}$"}
 STATUSES = ("200", "201", "303", "400", "401", "403", "404", "413", "415", "429")
 HTML = {"text/html": {"schema": {"type": "string"}}}
 
@@ -78,7 +87,10 @@ def console_document() -> dict[str, Any]:
             for name in path.split("/")
             if name.startswith("{")
         ]
-        body = {"type": "object", "properties": {f: {"type": "string"} for f in fields}, "additionalProperties": False}
+        properties = {
+            f: {"anyOf": [{"type": "string"}, DIGITISH]} if f in NUMBER_FIELDS else {"type": "string"} for f in fields
+        }
+        body = {"type": "object", "properties": properties, "additionalProperties": False}
         responses = {s: {"description": s, **({} if s == "303" else {"content": HTML})} for s in STATUSES}
         paths[path] = {
             "post": {
@@ -93,9 +105,10 @@ def console_document() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def sessions(console_server: ConsoleServer) -> Iterator[dict[str, tuple[str, str]]]:
     """A team's and the operator's session: (cookie, CSRF token) each."""
-    team = console_server.team("fuzz-forms")
+    console_server.team("fuzz-forms")
+    boss = console_server.admin("POST", "/teams/fuzz-forms/keys", json={"name": "boss", "role": "admin"})
     as_team, as_operator = ConsoleClient(console_server.media_url), ConsoleClient(console_server.media_url)
-    assert as_team.sign_in(team.key).status_code == 303
+    assert as_team.sign_in(boss.json()["data"]["key"]).status_code == 303  # a key that may use every form
     assert as_operator.post_form("/admin/sign-in", {"admin_token": ADMIN_TOKEN}).status_code == 303
     yield {
         "team": (as_team.http.cookies["modelport_console"], csrf_of(as_team.get("/keys").text)),
@@ -227,3 +240,43 @@ def test_a_console_url_holding_a_newline_is_answered_by_the_console(console_serv
     for method, path in (("GET", "/console/a%0Ab"), ("POST", "/console/keys/a%0Ab/revoke")):
         response = httpx.request(method, console_server.media_url + path, timeout=30)
         assert response.status_code in (403, 404) and response.headers["content-type"].startswith("text/html")
+
+
+def test_console_number_fields_never_get_a_5xx(
+    console_server: ConsoleServer, sessions: dict[str, tuple[str, str]]
+) -> None:
+    """Every number a form takes, in every spelling (issue 33 item 5: `rpm=²` was a 500): the key forms of both
+    consoles (create and edit), the notification settings and a team's log days. A 400 page or the operator
+    console's redirect with its message, never a 5xx."""
+    base_url = console_server.media_url + "/console"
+    team_id = console_server.admin("GET", "/teams/fuzz-forms").json()["data"]["id"]
+    keys = console_server.admin("GET", "/teams/fuzz-forms/keys").json()["data"]["keys"]
+    key_id = next(k["id"] for k in keys if k["name"] == "first")  # not the session's own key
+    forms = [
+        ("team", "/keys", ["rpm", "tpm", "expires"]),
+        ("team", f"/keys/{key_id}/edit", ["rpm", "tpm", "expires"]),
+        ("team", "/notifications", ["key_spend_percent", "key_expiry_days"]),
+        ("operator", f"/admin/teams/{team_id}/keys", ["rpm", "tpm", "expires"]),
+        ("operator", f"/admin/keys/{key_id}/edit", ["rpm", "tpm", "expires"]),
+        ("operator", f"/admin/teams/{team_id}/log-days", ["log_days"]),
+    ]
+
+    @given(value=number_like)
+    @example("²")
+    @example("٣")
+    @example("1²")
+    @FUZZ_SETTINGS
+    def run(value: str) -> None:
+        for who, path, fields in forms:
+            cookie, token = sessions[who]
+            for field in fields:
+                data = {"csrf_token": token, "role": "member", "period": "month", field: value}
+                response = httpx.post(base_url + path, data=data, cookies={"modelport_console": cookie}, timeout=30)
+                where = (path, field, value, response.status_code, response.text[:300])
+                assert response.status_code in (200, 201, 303, 400), where
+                if response.status_code != 303:
+                    assert response.headers["content-type"].startswith("text/html"), where
+
+    run()
+    for who, page in (("team", "/keys"), ("operator", "/admin/")):
+        assert httpx.get(base_url + page, cookies={"modelport_console": sessions[who][0]}).status_code == 200

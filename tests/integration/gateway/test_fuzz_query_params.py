@@ -16,25 +16,14 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
 
 from tests.integration.gateway.conftest import ADMIN_TOKEN, Gateway
 from tests.support.console import ConsoleClient
+from tests.support.odd_numbers import number_like
 
 EXAMPLES = int(os.environ.get("MODELPORT_FUZZ_EXAMPLES", "15"))
 FUZZ = settings(
     max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
-)
-
-odd_digit = st.characters(categories=["Nd", "No"])  # ², ٣, ９, ①: isdigit() or isnumeric(), int() often not
-number_like = st.one_of(
-    st.integers(min_value=-(10**25), max_value=10**25).map(str),
-    st.builds(
-        lambda sign, body: sign + body,
-        st.sampled_from(["", "-", "--", "+", " ", "-+", "\t"]),
-        st.text(alphabet=st.one_of(st.sampled_from("0123456789_ .e-"), odd_digit), max_size=25),
-    ),
-    st.sampled_from(["²", "--5", "-²", "٣", "1²", "+5", "5_000", " 7", "7 ", "0x10", "1e3", "９", "1" * 40]),
 )
 
 # (path, parameter, other parameters): {v} is replaced by the fuzzed value.

@@ -34,7 +34,10 @@ def _keys(srv: RunningServer, team: str) -> dict[str, dict[str, object]]:
 
 def test_the_team_console_creates_and_edits_keys_with_limits(srv: RunningServer) -> None:
     new_team(srv, "console-team")
-    boss, _ = new_key(srv, "console-team", name="boss", spend_limit_usd="1", rpm=100)
+    # Per day: the boss may give per-day, per-week, per-month and total limits (never a shorter period).
+    boss, _ = new_key(
+        srv, "console-team", name="boss", role="admin", spend_limit_usd="1", spend_limit_period="day", rpm=100
+    )
     client = ConsoleClient(srv.media_url)
     try:
         assert client.sign_in(boss).status_code == 303
@@ -132,9 +135,9 @@ def test_the_console_refuses_expired_keys_and_other_addresses(srv: RunningServer
     try:
         assert client.sign_in(elsewhere).status_code == 401
         assert client.sign_in(expiring).status_code == 303
-        assert client.get("/keys").status_code == 200
+        assert client.get("/").status_code == 200  # a member key: the pages every key may read
         assert admin(srv, "PATCH", f"/keys/{expiring_id}", json={"expires_at": 1}).status_code == 200
-        ended = client.get("/keys")
+        ended = client.get("/")
         assert ended.status_code == 303 and "/sign-in" in ended.headers["location"]
         assert client.sign_in(expiring).status_code == 401
     finally:

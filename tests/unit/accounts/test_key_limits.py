@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from modelport.accounts.grants import within
-from modelport.accounts.key_fields import check_key_fields, parse_expiry
+from modelport.accounts.key_fields import check_key_fields, fields_from_text, parse_expiry
 from modelport.accounts.limits import KeyLimits, limits_from_columns, period_end_ms, period_start_ms
 from modelport.errors import InvalidParameters
 
@@ -93,6 +93,28 @@ def test_parse_expiry() -> None:
     assert parse_expiry("1798761600") == 1798761600
     with pytest.raises(InvalidParameters):
         parse_expiry("soon")
+    for odd in ("²", "٣", "1798761600²"):  # str.isdigit() is true for each (issue 33 item 5)
+        with pytest.raises(InvalidParameters):
+            parse_expiry(odd)
+
+
+def test_text_counts_are_ascii_digits_only() -> None:
+    assert fields_from_text({"rpm": "12", "tpm": ""}) == {"rpm": 12, "tpm": None}
+    for odd in ("²", "٣", "９", "+5", "5_000"):
+        with pytest.raises(InvalidParameters):
+            fields_from_text({"rpm": odd})
+
+
+def test_a_spend_period_is_no_wider_than_the_granters() -> None:
+    """The same amount per shorter period is more money over time: total < month < week < day."""
+    order = ("total", "month", "week", "day")
+    for i, granted in enumerate(order):
+        for j, requested in enumerate(order):
+            mine = KeyLimits(spend_limit_micros=100, spend_limit_period=granted)
+            theirs = KeyLimits(spend_limit_micros=100, spend_limit_period=requested)
+            assert within(mine, "admin", theirs, "member") == (None if j <= i else "spend_limit_period")
+    # Without a spend limit of its own a key may give any period.
+    assert within(KeyLimits(), "admin", KeyLimits(spend_limit_micros=1, spend_limit_period="day"), "member") is None
 
 
 def test_a_key_never_gives_more_than_it_has() -> None:

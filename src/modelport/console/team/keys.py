@@ -1,6 +1,7 @@
 """API keys: list (name, prefix, role, limits, spend against the limit, created, last used, status), create
-with limits (the key shown once), edit a key's limits, revoke. A key never gives more than it has
-(`accounts.grants`): the session's key may create or leave behind only keys within its own limits and role."""
+with limits (the key shown once), edit a key's limits, revoke. Only for sessions whose key may manage keys
+(`accounts.permissions`, the keys API's rule). A key never gives more than it has (`accounts.grants`): the
+session's key may create or leave behind only keys within its own limits and role."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from modelport.accounts.auth import AuthContext
 from modelport.accounts.grants import check_grant
 from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.models import ApiKey, CreatedKey
+from modelport.accounts.permissions import Permission
 from modelport.accounts.service import create_key, get_key, list_keys, revoke_key, update_key
 from modelport.billing.key_budget import key_spend_view
-from modelport.console.deps import require_team
+from modelport.console.deps import team_with
 from modelport.console.key_forms import form_values, key_form_fields
 from modelport.console.templating import console_root, render
 from modelport.errors import InvalidParameters, NotFound
@@ -22,6 +24,8 @@ from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 
 router = APIRouter()
+# Every page and form here, as the keys API: only keys whose role may manage keys (admin keys).
+_manager = team_with(Permission.MANAGE_KEYS)
 
 MAX_NAME = 100
 
@@ -45,12 +49,12 @@ async def _page(
 
 
 @router.get("/keys")
-async def keys_page(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
+async def keys_page(request: Request, auth: AuthContext = Depends(_manager)) -> Response:
     return await _page(request, auth)
 
 
 @router.post("/keys")
-async def create(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
+async def create(request: Request, auth: AuthContext = Depends(_manager)) -> Response:
     fields = await key_form_fields(request)
     name = fields.pop("name", None) or ""
     if len(name) > MAX_NAME:
@@ -73,7 +77,7 @@ async def _team_key(request: Request, auth: AuthContext, key_id: str) -> ApiKey:
 
 
 @router.post("/keys/{key_id}/edit")
-async def edit(request: Request, key_id: str, auth: AuthContext = Depends(require_team)) -> Response:
+async def edit(request: Request, key_id: str, auth: AuthContext = Depends(_manager)) -> Response:
     services = get_services(request)
     key = await _team_key(request, auth, key_id)
     fields = await key_form_fields(request)
@@ -84,7 +88,7 @@ async def edit(request: Request, key_id: str, auth: AuthContext = Depends(requir
 
 
 @router.post("/keys/{key_id}/revoke")
-async def revoke(request: Request, key_id: str, auth: AuthContext = Depends(require_team)) -> Response:
+async def revoke(request: Request, key_id: str, auth: AuthContext = Depends(_manager)) -> Response:
     services = get_services(request)
     key = await _team_key(request, auth, key_id)
     await revoke_key(services.db, key.id, actor=request_actor(request, "team_console", key_id=auth.key_id))

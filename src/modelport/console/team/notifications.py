@@ -11,10 +11,11 @@ from starlette.responses import Response
 
 from modelport.accounts import notifications
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.permissions import Permission, check_permission
 from modelport.billing import notify
 from modelport.console.deps import require_team
 from modelport.console.templating import render
-from modelport.errors import Forbidden, InvalidParameters
+from modelport.errors import InvalidParameters
 from modelport.media.notifications_api import check_url
 from modelport.media.webhooks import outbox
 from modelport.web.actor import request_actor
@@ -27,8 +28,7 @@ MAX_FIELD = 2048
 
 
 def _admin(auth: AuthContext) -> None:
-    if auth.role != "admin":
-        raise Forbidden("only a session signed in with an admin key can manage notifications")
+    check_permission(auth, Permission.MANAGE_NOTIFICATIONS)
 
 
 async def _page(request: Request, auth: AuthContext, *, notice: str | None = None) -> Response:

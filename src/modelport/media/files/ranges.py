@@ -10,13 +10,13 @@ import re
 from dataclasses import dataclass
 
 from modelport.errors import RangeNotSatisfiable
+from modelport.strict_int import MAX_INT, plain_int
 
-# More digits than any file size: such a position is "past the end" (never parsed: Python refuses to parse
-# ints over 4,300 digits, and no size needs 19).
-_MAX_DIGITS = 18
-_BEYOND = 10**_MAX_DIGITS
+# More digits than any file size (`strict_int.MAX_DIGITS`): such a position is "past the end" (never parsed:
+# Python refuses to parse ints over 4,300 digits, and no size needs 19).
+_BEYOND = MAX_INT + 1
 
-_SINGLE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
+_SINGLE = re.compile(r"^\s*bytes\s*=\s*([0-9]*)\s*-\s*([0-9]*)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,8 @@ def parse_range(header: str | None, size: int) -> ByteRange | None:
 def _position(digits: str) -> int | None:
     if not digits:
         return None
-    return int(digits) if len(digits) <= _MAX_DIGITS else _BEYOND
+    position = plain_int(digits)
+    return _BEYOND if position is None else position
 
 
 def _unsatisfiable(size: int) -> RangeNotSatisfiable:

@@ -23,12 +23,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from modelport.accounts.auth import AuthContext
-from modelport.errors import InvalidParameters, NotFound
+from modelport.errors import NotFound
 from modelport.media import idempotency
 from modelport.media.tasks.service import MAX_PAGE, TASKS, TaskHeaders, TaskService
 from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.webhooks import outbox
 from modelport.services import Services
+from modelport.strict_int import bounded_int
 from modelport.web.body import read_body
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
@@ -287,12 +288,8 @@ def _wait_seconds(prefer: str | None) -> int | None:
         name, _, value = preference.split(";")[0].strip().partition("=")
         if name.strip().lower() != "wait":
             continue
-        value = value.strip().strip('"')
-        if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_WAIT_SECONDS:
-            raise InvalidParameters(
-                f"Prefer: wait must be a whole number of seconds from 1 to {MAX_WAIT_SECONDS}", param="Prefer"
-            )
-        return int(value)
+        refusal = f"Prefer: wait must be a whole number of seconds from 1 to {MAX_WAIT_SECONDS}"
+        return bounded_int(value.strip().strip('"'), "Prefer", low=1, high=MAX_WAIT_SECONDS, refusal=refusal)
     return None
 
 

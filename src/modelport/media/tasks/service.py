@@ -43,6 +43,7 @@ from modelport.net import SafeFetcher
 from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
+from modelport.strict_int import bounded_int
 from modelport.web.query_int import MAX_QUERY_INT, query_int
 
 log = logging.getLogger("modelport.media.tasks")
@@ -385,10 +386,9 @@ class TaskOptions:
 def _seconds_header(raw: str | None, name: str, low: int, high: int) -> int | None:
     if raw is None:
         return None
-    value = raw.strip()
-    if not value.isdigit() or len(value) > 12 or not low <= int(value) <= high:
-        raise InvalidParameters(f"{name} must be a whole number of seconds from {low} to {high}", param=name)
-    return int(value)
+    return bounded_int(
+        raw, name, low=low, high=high, refusal=f"{name} must be a whole number of seconds from {low} to {high}"
+    )
 
 
 def _int_param(query: dict[str, str], name: str, *, minimum: int) -> int | None:
