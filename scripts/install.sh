@@ -23,14 +23,34 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
 
+# llama.cpp's default build (GGML_NATIVE) compiles for the building CPU's every feature, AMX included on
+# recent Xeons, whose use a virtual machine may not permit: generation then dies with "Illegal instruction"
+# (seen on a Sapphire Rapids VM). On x86-64 we build for a fixed, widely available set instead (AVX2, FMA,
+# F16C: any x86-64 CPU since 2013), which also makes the wheel portable. CMAKE_ARGS set by the caller wins.
+# pip's own wheel cache ignores CMAKE_ARGS (it would hand back a wheel built with other flags), so the
+# wheel is built into a folder of our own named after the flags and installed from there.
+if [ "$(uname -m)" = x86_64 ]; then
+  default_cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+else
+  default_cmake_args="-DGGML_NATIVE=OFF"
+fi
+export CMAKE_ARGS="${CMAKE_ARGS:-$default_cmake_args}"
+llama_wheels="${XDG_CACHE_HOME:-$HOME/.cache}/modelport/llama-wheels/$(printf '%s' "$CMAKE_ARGS" | sha256sum | cut -c1-16)"
+
 build_llama() {
   # -v makes pip show the compiler's [n/total] steps; keep only those lines, as progress.
   export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-  .venv/bin/python -m pip install -v "llama-cpp-python>=0.3" 2>&1 \
-    | grep --line-buffered -E '^\s*\[[0-9]+/[0-9]+\]|^Successfully|ERROR|error:' \
-    | grep --line-buffered -v "dependency resolver does not currently" \
-    | sed -u -E 's/^\s*(\[[0-9]+\/[0-9]+\]).*/    building llama.cpp \1/'
-  .venv/bin/python -c "import llama_cpp"
+  mkdir -p "$llama_wheels"
+  if ! ls "$llama_wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    .venv/bin/python -m pip wheel -v --no-cache-dir --no-deps -w "$llama_wheels" "llama-cpp-python>=0.3" 2>&1 \
+      | grep --line-buffered -E '^\s*\[[0-9]+/[0-9]+\]|^Saved|ERROR|error:' \
+      | sed -u -E 's/^\s*(\[[0-9]+\/[0-9]+\]).*/    building llama.cpp \1/'
+  fi
+  local wheel
+  wheel=$(ls -t "$llama_wheels"/llama_cpp_python-*.whl | head -n 1)
+  .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel" &&
+    .venv/bin/python -m pip install --quiet "$wheel" &&
+    .venv/bin/python -c "import llama_cpp"
 }
 
 llama_installed() { .venv/bin/python -c "import llama_cpp" 2>/dev/null; }
