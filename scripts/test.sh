@@ -58,9 +58,20 @@ pytest_stage() {
 
 stage "install" install
 if [ "${MODELPORT_TEST_SKIP_CHECKS:-0}" != 1 ]; then
+  # The guard counts instructions under valgrind (one core; the count does not depend on the machine's
+  # load), so it runs beside lint and types, which use the other; its output is shown when it ends.
+  mkdir -p test-artifacts
+  guard_begin=$SECONDS
+  guard >test-artifacts/instr-guard.log 2>&1 &
+  guard_pid=$!
   stage "ruff (lint and format), import layers (lint-imports)" lint
   stage "mypy (strict): src, tests, bench" types
-  stage "instruction-count guard: modelport / bare proxy per request (bench/instr_guard.py)" guard
+  echo "==> instruction-count guard: modelport / bare proxy per request (bench/instr_guard.py, begun beside lint)"
+  guard_code=0
+  wait "$guard_pid" || guard_code=$?
+  cat test-artifacts/instr-guard.log
+  echo "==> instruction-count guard: exit $guard_code in $((SECONDS - guard_begin)) s (the run so far: $((SECONDS - started)) s)"
+  [ "$guard_code" -eq 0 ]
 fi
 
 mkdir -p test-artifacts
