@@ -229,7 +229,9 @@ def test_one_test_event_in_flight_per_team(srv: RunningServer, receiver: Webhook
     """Issue 33 item 7: while a team's test event is still pending, another is a 429 (checked in the database,
     so on every process); once it has ended, the next one is taken."""
     boss = _boss(srv, "n-inflight")
-    assert httpx.put(_url(srv), json={"url": receiver.url("/held")}, headers=bearer(boss), timeout=30).status_code == 200
+    assert (
+        httpx.put(_url(srv), json={"url": receiver.url("/held")}, headers=bearer(boss), timeout=30).status_code == 200
+    )
     arrived, release = threading.Event(), threading.Event()
     answer = receiver.answer
 

@@ -226,7 +226,11 @@ async def test_an_upload_retried_with_a_new_boundary_is_replayed(
     by_hand = await client.post(
         files,
         content=raw,
-        headers={**auth, "Idempotency-Key": "retried-upload", "Content-Type": f"multipart/form-data; boundary={boundary}"},
+        headers={
+            **auth,
+            "Idempotency-Key": "retried-upload",
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+        },
     )
     assert by_hand.status_code == 200, by_hand.text
     assert by_hand.json()["data"]["file_id"] == sent[0].json()["data"]["file_id"]

@@ -33,8 +33,8 @@ from modelport.services import Services
 from modelport.web.body import read_body
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
-from modelport.web.key_watch import watch_key
 from modelport.web.key_rate import enforce_key_rpm
+from modelport.web.key_watch import watch_key
 
 router = APIRouter(tags=["media tasks"])
 MAX_BODY_BYTES = 256 * 1024

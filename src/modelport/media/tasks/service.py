@@ -332,7 +332,9 @@ class TaskService:
 
     # -- live status ------------------------------------------------------------------------------------
 
-    async def wait_view(self, team_id: str, task_id: str, seconds: float, key: KeyWatch | None = None) -> dict[str, Any]:
+    async def wait_view(
+        self, team_id: str, task_id: str, seconds: float, key: KeyWatch | None = None
+    ) -> dict[str, Any]:
         """The Task once it has ended, or as it is after `seconds` (`Prefer: wait=N`); 401 as soon as `key`
         stops authenticating (revoked, expired, team suspended) while it waits."""
         give_up = time.monotonic() + seconds
