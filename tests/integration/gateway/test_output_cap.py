@@ -164,3 +164,5 @@ def test_the_largest_cap_is_accepted_and_echoed(gw: Gateway) -> None:
     r = _send(gw, gw.key, "/v1/responses", {"model": "fake/chat", "input": "Hi", "max_output_tokens": CEILING})
     assert r.status_code == 200, r.text
     assert r.json()["max_output_tokens"] == CEILING
+    sent = gw.upstream.last_request
+    assert sent is not None and sent.json["max_completion_tokens"] == CEILING

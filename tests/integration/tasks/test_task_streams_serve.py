@@ -159,9 +159,10 @@ def test_a_team_holds_at_most_max_streams_open(server: RunningServer) -> None:
         waiting.start()
         _wait_until(lambda: _tasks_of(server, team) == 2, "the waiting creation's task")
 
-        refused = httpx.get(_events_url(server, task_id), headers=team.headers, timeout=30)
-        assert refused.status_code == 429, refused.text
-        assert f"already holds {MAX_STREAMS} live status streams" in refused.json()["message"]
+        with httpx.stream("GET", _events_url(server, task_id), headers=team.headers, timeout=30) as refused:
+            assert refused.status_code == 429, "a stream past the cap was opened"
+            refused.read()
+            assert f"already holds {MAX_STREAMS} live status streams" in refused.json()["message"]
         refused_wait = httpx.post(
             server.media_url + SKETCH, json={"prompt": "p"}, headers={**team.headers, "Prefer": "wait=5"}, timeout=30
         )
