@@ -215,7 +215,7 @@ async def test_an_upload_retried_with_a_new_boundary_is_replayed(
     assert [r.status_code for r in sent] == [200, 200], sent[1].text
     assert "idempotent-replayed" not in sent[0].headers and sent[1].headers["idempotent-replayed"] == "true"
     assert sent[0].json()["data"]["file_id"] == sent[1].json()["data"]["file_id"]
-    # The same retry by hand: another boundary, other line framing of the part headers, their order and case.
+    # The same retry by hand: another boundary, the part headers in another order and case, the parts too.
     boundary = "another-library-boundary"
     raw = (
         f"--{boundary}\r\ncontent-type: image/png\r\n"

@@ -1,10 +1,10 @@
 """What a `multipart/form-data` body says, as a hash: the `Idempotency-Key` fingerprint of an upload.
 
 Every HTTP library draws a new boundary when it sends a form again, so the raw bytes of a retried upload
-differ from the first; what the form says does not. The hash covers, part by part in order, the part's name,
-file name and Content-Type and the SHA-256 of its bytes, and nothing of the framing (boundary, line breaks,
-other part headers, their order or case). It is fed chunk by chunk as the body arrives: no part is held in
-memory.
+differ from the first; what the form says does not. The hash covers each part's name, file name and
+Content-Type and the SHA-256 of its bytes, and nothing of the framing: the boundary, line breaks, other part
+headers, their order or case, the order of differently named parts (parts of one name keep their order,
+which can mean something). It is fed chunk by chunk as the body arrives: no part is held in memory.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class FormPrint:
             raise InvalidParameters("malformed multipart/form-data body") from exc
 
     def hexdigest(self) -> str:
-        described = [part.described() for part in self._parts]
+        described = [part.described() for part in sorted(self._parts, key=lambda part: part.name or "")]
         return hashlib.sha256(orjson.dumps(described)).hexdigest()
 
     # Parser callbacks.
