@@ -14,6 +14,10 @@ UpstreamKind = Literal["openai_chat", "openai_responses", "anthropic", "openai_c
 MediaType = Literal[
     "text-to-image", "image-to-image", "text-to-video", "image-to-video", "video-to-video", "text-to-speech"
 ]
+# The most output tokens any text model may declare, and so the largest output cap (`max_tokens`,
+# `max_completion_tokens`, `max_output_tokens`) a client may ask for: a 32-bit integer, which every upstream
+# parses (llama.cpp's `n_predict` is one) and every answer can echo. A larger cap is a 400 naming its field.
+OUTPUT_TOKENS_CEILING = 2**31 - 1
 # The spec's five model types; other types (speech) are listed only when a client asks for them by type.
 LISTED_BY_DEFAULT: frozenset[str] = frozenset(
     {"text-to-image", "image-to-image", "text-to-video", "image-to-video", "video-to-video"}
@@ -61,7 +65,7 @@ class TextModel(BaseModel):
     # The most output tokens the model can produce (shown in model lists; the balance hold assumes it when the
     # client sets no cap). None: the upstream kind's default (its protocol package's
     # `UpstreamKindSpec.default_max_output`).
-    max_output_tokens: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, gt=0, le=OUTPUT_TOKENS_CEILING)
     # No longer used (the gateway sends no cap the client did not ask for; docs/api/text-gateway.md,
     # Billing): still accepted so older catalog files load; a file import warns about it.
     default_max_output_tokens: int | None = Field(default=None, gt=0)

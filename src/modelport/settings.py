@@ -223,6 +223,9 @@ class TasksSettings(BaseModel):
     events_keepalive_seconds: float = Field(default=15.0, gt=0)
     # ...and, where no notification reaches this process (no PostgreSQL, no Redis), the row is read this often.
     events_poll_seconds: float = Field(default=0.5, gt=0, le=1)
+    # Live status streams and `Prefer: wait` creations one team may hold open at once, per serving process
+    # (each holds a connection; past it, 429).
+    max_streams_per_team: int = Field(default=20, ge=1)
     # How long an `Idempotency-Key` (task creation, asset registration, file upload) is remembered.
     idempotency_key_seconds: int = Field(default=24 * 3600, ge=1)
 

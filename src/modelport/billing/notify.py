@@ -31,13 +31,24 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.clock import now_ms
-from modelport.errors import InvalidParameters
+from modelport.errors import InvalidParameters, RequestLimited
 from modelport.money import display_usd
 from modelport.storage.outbox import enqueue
-from modelport.storage.tables import api_keys, key_spend, notification_marks, team_notifications, teams
+from modelport.storage.tables import (
+    api_keys,
+    key_spend,
+    notification_marks,
+    team_notifications,
+    teams,
+    webhook_deliveries,
+)
+from modelport.storage.webhook_states import DeliveryStatus
 
 log = logging.getLogger("modelport.notifications")
 DAY_MS = 24 * 3600 * 1000
+# How long a `notification.test` event is tried (the schedule's attempts that fall within it).
+TEST_WINDOW_MS = 60_000
+TEST_RETRY_AFTER_SECONDS = 5
 EVENT_TYPES = ("balance.low", "balance.exhausted", "key.spend_threshold", "key.expiring", "notification.test")
 
 
@@ -250,14 +261,47 @@ async def balance_exhausted(engine: AsyncEngine, team_id: str) -> None:
 
 
 async def send_test(engine: AsyncEngine, team_id: str) -> str:
-    """Enqueue a `notification.test` event to the team's URL; its delivery id. 400 when no URL is set."""
+    """Enqueue a `notification.test` event to the team's URL; its delivery id. 400 when no URL is set, 429
+    while the team's previous test is still pending (one in flight per team, whichever process took it).
+
+    A test is tried for `TEST_WINDOW_MS` at most, not the whole retry schedule (about 28 hours): it answers
+    "does my receiver work now", and a failing receiver must not keep the next test out for a day."""
     async with engine.begin() as conn:
-        url = (
-            await conn.execute(select(team_notifications.c.url).where(team_notifications.c.team_id == team_id))
-        ).scalar()
+        # The settings row's lock (PostgreSQL; SQLite's BEGIN IMMEDIATE locks the database) orders concurrent
+        # tests of the team, so the pending check and the insert cannot interleave.
+        query = select(team_notifications.c.url).where(team_notifications.c.team_id == team_id)
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        url = (await conn.execute(query)).scalar()
         if url is None:
             raise InvalidParameters("set a notification url first (PUT /api/v1/notifications)", param="url")
-        return await _send(conn, team_id, url, "notification.test", {"message": "a test of the team's notifications"})
+        now = now_ms()
+        d = webhook_deliveries.c
+        pending = await conn.execute(
+            select(d.id).where(
+                d.source == "notification",
+                d.team_id == team_id,
+                d.event_type == "notification.test",
+                d.status == DeliveryStatus.PENDING,
+                d.give_up_at_ms > now,
+            )
+        )
+        if pending.first() is not None:
+            raise RequestLimited(
+                "the team's previous notification test is still being delivered; send another once it has"
+                " ended (GET /api/v1/notifications/deliveries)",
+                headers={"Retry-After": str(TEST_RETRY_AFTER_SECONDS)},
+            )
+        data = {"team_id": team_id, "message": "a test of the team's notifications"}
+        return await enqueue(
+            conn,
+            team_id=team_id,
+            url=url,
+            event_type="notification.test",
+            payload=payload("notification.test", data, now),
+            source="notification",
+            give_up_at_ms=now + TEST_WINDOW_MS,
+        )
 
 
 async def expiring_keys(engine: AsyncEngine, *, limit: int = 500) -> int:

@@ -2,7 +2,8 @@
 
 - `GET  /api/v1/notifications`             the settings (every field null or empty when unset)
 - `PUT  /api/v1/notifications`             replace them (audited); the URL checked like a task's webhook URL
-- `POST /api/v1/notifications/test`        enqueue a `notification.test` event to the URL
+- `POST /api/v1/notifications/test`        enqueue a `notification.test` event to the URL (query rate limit; one
+                                             pending per team)
 - `GET  /api/v1/notifications/deliveries`  the events sent, with every attempt, newest first (paged)
 """
 
@@ -29,6 +30,7 @@ from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, media_auth_with
 from modelport.web.envelope import ok
 from modelport.web.query_int import query_int
+from modelport.web.query_limit import enforce_query_limit
 
 router = APIRouter(prefix="/api/v1/notifications", tags=["notifications"])
 MAX_PAGE = 100
@@ -111,8 +113,13 @@ async def put_settings(request: Request, auth: AuthContext = Depends(admin_key))
 
 @router.post("/test", summary="Send a notification.test event to the team's URL (admin keys only)")
 async def send_test(request: Request, auth: AuthContext = Depends(admin_key)) -> Response:
+    # Each test is a signed POST to the team's URL: counted against the team's query rate limit, and one at
+    # a time (notify.send_test), so a key cannot turn the service into a request cannon.
+    rate_headers = await enforce_query_limit(request, auth)
     delivery_id = await notify.send_test(get_services(request).db, auth.team_id)
-    return ok({"webhook_id": delivery_id, "event_type": "notification.test"})
+    response = ok({"webhook_id": delivery_id, "event_type": "notification.test"})
+    response.headers.update(rate_headers)
+    return response
 
 
 @router.get("/deliveries", summary="The team's notification deliveries and their attempts", openapi_extra=_PAGE)

@@ -126,3 +126,43 @@ def test_a_team_that_cannot_cover_the_minimum_cap_gets_402(gw: Gateway) -> None:
     assert r.status_code == 200, r.text
     sent = gw.upstream.last_request
     assert sent is not None and _caps(sent.json) == {"max_tokens": 100}
+
+
+# Issue 33 item 9: an output cap past any model's maximum (a 32-bit integer) is a 400 naming the field, in the
+# route's own error shape, before any upstream call; the Responses echo of the cap never fails.
+HUGE_CAP = 10**30  # sent as a JSON integer literal, past 64 bits
+CEILING = 2**31 - 1
+HUGE_CAPS = [
+    ("/v1/responses", "local/smollm2-135m-instruct", "max_output_tokens"),  # the embedded model: the issue's case
+    ("/v1/responses", "fake/chat", "max_output_tokens"),
+    ("/v1/responses", "fake/responses", "max_output_tokens"),
+    ("/v1/chat/completions", "fake/chat", "max_tokens"),
+    ("/v1/chat/completions", "fake/responses", "max_completion_tokens"),
+    ("/v1/messages", "fake/claude", "max_tokens"),
+    ("/v1/messages", "fake/chat", "max_tokens"),
+]
+
+
+@pytest.mark.parametrize(("path", "model", "field"), HUGE_CAPS, ids=[f"{p}-{m}-{f}" for p, m, f in HUGE_CAPS])
+@pytest.mark.parametrize("cap", [HUGE_CAP, CEILING + 1])
+def test_an_output_cap_past_any_models_maximum_is_400_before_the_upstream(
+    gw: Gateway, path: str, model: str, field: str, cap: int
+) -> None:
+    body = {**_body(path, model), field: cap}
+    r = _send(gw, gw.key, path, body)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["type"] == "invalid_request_error" and field in error["message"], error
+    if path == "/v1/messages":
+        assert r.json()["type"] == "error"  # the Messages shape (it has no `param`)
+    else:
+        assert error["param"] == field
+    assert gw.upstream.call_count() == 0
+
+
+def test_the_largest_cap_is_accepted_and_echoed(gw: Gateway) -> None:
+    r = _send(gw, gw.key, "/v1/responses", {"model": "fake/chat", "input": "Hi", "max_output_tokens": CEILING})
+    assert r.status_code == 200, r.text
+    assert r.json()["max_output_tokens"] == CEILING
+    sent = gw.upstream.last_request
+    assert sent is not None and sent.json["max_completion_tokens"] == CEILING

@@ -38,6 +38,15 @@ query_rpm = 100000
 concurrent_media_tasks = 1000
 concurrent_requests = 1000
 tpm = 300
+
+# Set by the admin API only (no top-up qualifies): one query a minute.
+[[tiers]]
+name = "one-query"
+qualifying_topup_usd = "1000000000"
+inference_rpm = 100000
+query_rpm = 1
+concurrent_media_tasks = 1000
+concurrent_requests = 1000
 """
 
 

@@ -22,6 +22,7 @@ from modelport.billing import notify
 from modelport.billing.ledger import topup
 from modelport.billing.settlement import Settlement, write_settlements
 from modelport.clock import now_ms
+from modelport.errors import RequestLimited
 from modelport.storage.tables import api_keys, key_spend, webhook_deliveries
 from tests.support.databases import BACKENDS, migrated_engine
 
@@ -208,3 +209,13 @@ async def test_test_event_needs_a_url(engine: AsyncEngine) -> None:
     delivery_id = await notify.send_test(engine, team)
     (event,) = await _events(engine, team)
     assert event["type"] == "notification.test" and delivery_id.startswith("msg_")
+
+
+async def test_one_test_event_in_flight_per_team_even_when_sent_at_once(engine: AsyncEngine) -> None:
+    """Issue 33 item 7: concurrent tests of one team (any process: each its own connection) queue one event."""
+    team = await _team(engine, 0)
+    await notifications.store(engine, team, notifications.NotificationSettings(url=URL), None)
+    got = await asyncio.gather(*(notify.send_test(engine, team) for _ in range(10)), return_exceptions=True)
+    assert sum(isinstance(g, str) for g in got) == 1, got
+    assert all(isinstance(g, RequestLimited) for g in got if not isinstance(g, str)), got
+    assert len(await _events(engine, team)) == 1

@@ -5,6 +5,7 @@ form; and the text gateway's money path (batched settlements, the 402 of an empt
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -216,3 +217,64 @@ def test_the_team_console_form_saves_tests_and_lists(srv: RunningServer, receive
         for e in admin(srv, "GET", "/audit", params={"team": "n-console"}).json()["data"]["events"]
     ]
     assert ("team_console", "team.notifications") in actions
+
+
+def _test_status(srv: RunningServer, boss: str) -> str:
+    page = httpx.get(_url(srv, "/deliveries"), headers=bearer(boss), timeout=30).json()["data"]
+    status: str = page["deliveries"][0]["status"]
+    return status
+
+
+def test_one_test_event_in_flight_per_team(srv: RunningServer, receiver: WebhookReceiver) -> None:
+    """Issue 33 item 7: while a team's test event is still pending, another is a 429 (checked in the database,
+    so on every process); once it has ended, the next one is taken."""
+    boss = _boss(srv, "n-inflight")
+    assert (
+        httpx.put(_url(srv), json={"url": receiver.url("/held")}, headers=bearer(boss), timeout=30).status_code == 200
+    )
+    arrived, release = threading.Event(), threading.Event()
+    answer = receiver.answer
+
+    def holding(path: str, n: int) -> tuple[int, dict[str, str]]:
+        if path != "/held":
+            return answer(path, n)
+        arrived.set()
+        release.wait(60)  # the delivery stays pending while its receiver has not answered
+        return 204, {}
+
+    receiver.answer = holding
+    try:
+        first = httpx.post(_url(srv, "/test"), headers=bearer(boss), timeout=30)
+        assert first.status_code == 200, first.text
+        assert arrived.wait(30), "the test event never reached the receiver"
+        for _ in range(5):
+            again = httpx.post(_url(srv, "/test"), headers=bearer(boss), timeout=30)
+            assert again.status_code == 429, again.text
+            assert "previous notification test is still being delivered" in again.json()["message"]
+        # Another team's test is not held up by this one.
+        other = _boss(srv, "n-inflight-other")
+        put = httpx.put(_url(srv), json={"url": receiver.url()}, headers=bearer(other), timeout=30)
+        assert put.status_code == 200
+        assert httpx.post(_url(srv, "/test"), headers=bearer(other), timeout=30).status_code == 200
+    finally:
+        release.set()
+        receiver.answer = answer
+    wait_for(lambda: _test_status(srv, boss) != "pending", 60, "the first test to end")
+    page = httpx.get(_url(srv, "/deliveries"), headers=bearer(boss), timeout=30).json()["data"]
+    assert [d["event_type"] for d in page["deliveries"]] == ["notification.test"]  # the refused ones: no row
+    assert httpx.post(_url(srv, "/test"), headers=bearer(boss), timeout=30).status_code == 200
+
+
+def test_a_test_event_counts_against_the_query_rate_limit(srv: RunningServer, receiver: WebhookReceiver) -> None:
+    """Issue 33 item 7: a team on a tier of one query a minute that listed its models has no query left for a
+    test event."""
+    boss = _boss(srv, "n-queries")
+    assert admin(srv, "PUT", "/teams/n-queries/tier", json={"tier": "one-query"}).status_code == 200
+    assert httpx.put(_url(srv), json={"url": receiver.url()}, headers=bearer(boss), timeout=30).status_code == 200
+    models = httpx.get(f"{srv.text_url}/v1/models", headers=bearer(boss), timeout=30)
+    assert models.status_code == 200, models.text
+    refused = httpx.post(_url(srv, "/test"), headers=bearer(boss), timeout=30)
+    assert refused.status_code == 429, refused.text
+    assert "query rate limit" in refused.json()["message"] and "retry-after" in refused.headers
+    page = httpx.get(_url(srv, "/deliveries"), headers=bearer(boss), timeout=30).json()["data"]
+    assert page["deliveries"] == []

@@ -191,10 +191,64 @@ async def test_asset_registration_and_file_upload_replay(
     assert [r.status_code for r in sent] == [200, 200], sent[0].text
     assert sent[1].headers["idempotent-replayed"] == "true"
     assert sent[0].json()["data"]["file_id"] == sent[1].json()["data"]["file_id"]
-    different = await client.post(files, files=form, headers={**auth, "Idempotency-Key": "file-2"})
-    assert (different.status_code, different.json()) == (409, CONFLICT)  # another boundary: other bytes
+    other_file = {"file": ("a.png", image(640, 481), "image/png")}
+    different = await client.post(files, files=other_file, headers={**auth, "Idempotency-Key": "file-2"})
+    assert (different.status_code, different.json()) == (409, CONFLICT)
     listing = (await client.get(files, headers=auth)).json()["data"]
     assert listing["total"] == 2, listing  # file-1 and file-2, each stored once
+
+
+async def test_an_upload_retried_with_a_new_boundary_is_replayed(
+    client: httpx.AsyncClient, server: RunningServer
+) -> None:
+    """Issue 33 item 10: the fingerprint of an upload is what its form says, not its multipart framing."""
+    key = funded_team(server, "boundary-retriers")
+    auth = {"Authorization": f"Bearer {key}"}
+    files = f"{server.media_url}/api/v1/media/files"
+    png = image(320, 240)
+    form = {"file": ("photo.png", png, "image/png")}
+    fields = {"purpose": "avatar"}
+    sent = [
+        await client.post(files, files=form, data=fields, headers={**auth, "Idempotency-Key": "retried-upload"})
+        for _ in range(2)
+    ]
+    assert [r.status_code for r in sent] == [200, 200], sent[1].text
+    assert "idempotent-replayed" not in sent[0].headers and sent[1].headers["idempotent-replayed"] == "true"
+    assert sent[0].json()["data"]["file_id"] == sent[1].json()["data"]["file_id"]
+    # The same retry by hand: another boundary, the part headers in another order and case, the parts too.
+    boundary = "another-library-boundary"
+    raw = (
+        f"--{boundary}\r\ncontent-type: image/png\r\n"
+        f'content-disposition: form-data; name="file"; filename="photo.png"\r\n\r\n'
+    ).encode()
+    raw += png + f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\navatar'.encode()
+    raw += f"\r\n--{boundary}--\r\n".encode()
+    by_hand = await client.post(
+        files,
+        content=raw,
+        headers={
+            **auth,
+            "Idempotency-Key": "retried-upload",
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+        },
+    )
+    assert by_hand.status_code == 200, by_hand.text
+    assert by_hand.json()["data"]["file_id"] == sent[0].json()["data"]["file_id"]
+    # What the form says still counts: another file name, content type, field value or file bytes is a 409.
+    changed: list[tuple[dict[str, tuple[str, bytes, str]], dict[str, str]]] = [
+        ({"file": ("other.png", png, "image/png")}, fields),
+        ({"file": ("photo.png", png, "application/octet-stream")}, fields),
+        (form, {"purpose": "banner"}),
+        (form, {}),
+        ({"file": ("photo.png", png + b"\0", "image/png")}, fields),
+    ]
+    for other_form, other_fields in changed:
+        refused = await client.post(
+            files, files=other_form, data=other_fields, headers={**auth, "Idempotency-Key": "retried-upload"}
+        )
+        assert (refused.status_code, refused.json()) == (409, CONFLICT), (other_form["file"][0], other_fields)
+    listing = (await client.get(files, headers=auth)).json()["data"]
+    assert listing["total"] == 1, listing
 
 
 def _ctype(request: httpx.Request) -> dict[str, str]:

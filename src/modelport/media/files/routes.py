@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import tempfile
 from collections.abc import AsyncIterator
@@ -23,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from modelport.accounts.auth import AuthContext
 from modelport.errors import NotFound, PayloadTooLarge
 from modelport.media import idempotency
+from modelport.media.files.form_print import FormPrint
 from modelport.media.files.multipart import BODY_OVERHEAD_BYTES, FormFileReader, multipart_boundary
 from modelport.media.files.ranges import parse_range
 from modelport.media.files.repository import FileRecord
@@ -55,8 +55,9 @@ _UPLOAD_BODY: dict[str, Any] = {
             "required": False,
             "schema": {"type": "string", "minLength": 1, "maxLength": 255},
             "description": (
-                "The same key with the same body within 24 h answers the first file again"
-                " (`Idempotent-Replayed: true`, nothing stored twice); with another body, 409"
+                "The same key with the same form (parts, names, file names, types and bytes; not the multipart"
+                " boundary) within 24 h answers the first file again (`Idempotent-Replayed: true`, nothing stored"
+                " twice); with another form, 409"
             ),
         }
     ],
@@ -78,10 +79,11 @@ async def upload_file(request: Request, auth: AuthContext = Depends(media_auth))
     if key is None:
         reader = FormFileReader(request.stream(), boundary, field="file", max_body_bytes=max_body)
         return ok(await service.upload(auth.team_id, reader, lambda: reader.filename))
-    # With a key, the body's hash decides whether it is the same request: the body is read (and hashed)
-    # into a temporary file first, then stored from there like any upload.
+    # With a key, what the form says (not its framing: a retry has a new boundary) decides whether it is the
+    # same request: the body is read (and its parts hashed) into a temporary file first, then stored from
+    # there like any upload.
     with tempfile.TemporaryFile() as spool:
-        digest = await _spool(request, spool, max_body, service.settings.max_upload_bytes)
+        digest = await _spool(request, spool, FormPrint(boundary), max_body, service.settings.max_upload_bytes)
         print_ = idempotency.fingerprint("POST", request.url.path, digest)
 
         async def upload() -> dict[str, Any]:
@@ -91,14 +93,14 @@ async def upload_file(request: Request, auth: AuthContext = Depends(media_auth))
         return await idempotency.once(services[idempotency.IDEMPOTENCY_KEYS], auth.team_id, key, print_, upload)
 
 
-async def _spool(request: Request, spool: IO[bytes], max_body: int, max_upload: int) -> str:
-    digest = hashlib.sha256()
+async def _spool(request: Request, spool: IO[bytes], form: FormPrint, max_body: int, max_upload: int) -> str:
+    """Write the body to `spool` as it arrives; the hash of what the form says."""
     async for chunk in capped_chunks(
         request, max_body, PayloadTooLarge(f"the upload exceeds the limit of {max_upload} bytes")
     ):
-        digest.update(chunk)
+        form.feed(chunk)
         await asyncio.to_thread(spool.write, chunk)
-    return digest.hexdigest()
+    return form.hexdigest()
 
 
 async def _read_back(spool: IO[bytes]) -> AsyncIterator[bytes]:

@@ -20,11 +20,12 @@ import orjson
 from fastapi import APIRouter, Depends
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.errors import NotFound
 from modelport.media import idempotency
+from modelport.media.tasks.holds import HeldStream
 from modelport.media.tasks.service import MAX_PAGE, TASKS, TaskHeaders, TaskService
 from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.webhooks import outbox
@@ -34,6 +35,7 @@ from modelport.web.body import read_body
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 from modelport.web.key_rate import enforce_key_rpm
+from modelport.web.key_watch import watch_key
 
 router = APIRouter(tags=["media tasks"])
 MAX_BODY_BYTES = 256 * 1024
@@ -91,7 +93,8 @@ _CREATE_DOC: dict[str, Any] = {
             "schema": {"type": "string", "example": "wait=30"},
             "description": (
                 "`wait=N` (1-60): answer when the task ends or after N seconds, whichever comes first"
-                " (`Preference-Applied: wait=N`)"
+                " (`Preference-Applied: wait=N`); counts among the team's open streams (429 past them, before"
+                " the task is created); 401 if the key is revoked or expires while it waits"
             ),
         },
         {
@@ -132,9 +135,14 @@ _EVENTS_DOC: dict[str, Any] = {
     "description": (
         "Server-sent events: `event: task` with the Task (as `GET /api/v1/tasks/{task_id}` returns it in `data`)"
         " at once and on every change of its status, progress or queue position; a comment line every 15 s;"
-        " the stream ends after the task's terminal state."
+        " the stream ends after the task's terminal state. The key is checked again at least every auth cache"
+        " period: once it is revoked or expired, or its team suspended, the stream ends with `event: error`"
+        " (`data` the 401 error body)."
     ),
-    "responses": {"200": {"description": "The event stream", "content": {"text/event-stream": {}}}},
+    "responses": {
+        "200": {"description": "The event stream", "content": {"text/event-stream": {}}},
+        "429": {"description": "The team already holds its most open streams and waits on this server process"},
+    },
 }
 MAX_WAIT_SECONDS = 60
 
@@ -181,8 +189,10 @@ async def task_events(request: Request, task_id: str, auth: AuthContext = Depend
     services = get_services(request)
     service = services[TASKS]
     await service.get(auth.team_id, task_id)  # 404 before the stream starts
-    return StreamingResponse(
-        service.events(auth.team_id, task_id, lambda: services.draining),
+    hold = service.holds.take(auth.team_id)  # 429 past the team's open streams; given back when the stream ends
+    return HeldStream(
+        service.events(auth.team_id, task_id, lambda: services.draining, watch_key(request)),
+        hold,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -215,7 +225,14 @@ async def _create(request: Request, provider: str, model: str, auth: AuthContext
     if not auth.may_use(slug):
         raise NotFound(f"model {slug!r} does not exist")  # as unknown to this key: the service's own 404
     rate_headers = await enforce_key_rpm(services, auth)
-    response = await _create_once(request, services, service, slug, auth)
+    # A creation that will wait holds a place among the team's open streams, taken before the task exists:
+    # a 429 then creates nothing.
+    hold = service.holds.take(auth.team_id) if _wait_seconds(request.headers.get("prefer")) is not None else None
+    try:
+        response = await _create_once(request, services, service, slug, auth)
+    finally:
+        if hold is not None:
+            hold.release()
     response.headers.update(rate_headers)
     return response
 
@@ -259,7 +276,7 @@ async def _create_once(
             if wait is None:
                 return got.response()
             # A retried call that asked to wait waits too: for the same task, answered as it is then.
-            waited = await _waited(service, auth.team_id, orjson.loads(got.data), wait)
+            waited = await _waited(request, service, auth.team_id, orjson.loads(got.data), wait)
             waited.headers["Idempotent-Replayed"] = "true"
             return waited
         try:
@@ -269,12 +286,12 @@ async def _create_once(
             raise
     if wait is None:
         return ok(data)
-    return await _waited(service, auth.team_id, data, wait)
+    return await _waited(request, service, auth.team_id, data, wait)
 
 
-async def _waited(service: TaskService, team_id: str, data: dict[str, Any], wait: int) -> Response:
+async def _waited(request: Request, service: TaskService, team_id: str, data: dict[str, Any], wait: int) -> Response:
     if data["status"] not in TERMINAL:
-        data = await service.wait_view(team_id, data["task_id"], wait)
+        data = await service.wait_view(team_id, data["task_id"], wait, watch_key(request))
     response = ok(data)
     response.headers["Preference-Applied"] = f"wait={wait}"
     return response

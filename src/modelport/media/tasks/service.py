@@ -31,6 +31,7 @@ from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.backend import Backend, backend_of
+from modelport.media.tasks.holds import TeamHolds
 from modelport.media.tasks.inputs import check_public_url
 from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.pricing import price_micros
@@ -44,6 +45,8 @@ from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
 from modelport.strict_int import bounded_int
+from modelport.web.deps import MediaAuthFailed
+from modelport.web.key_watch import KeyWatch
 from modelport.web.query_int import MAX_QUERY_INT, query_int
 
 log = logging.getLogger("modelport.media.tasks")
@@ -114,6 +117,7 @@ class TaskService:
         self.settings = settings
         self.url_for = url_for
         self._tier_limit = tier_limit
+        self.holds = TeamHolds(settings.max_streams_per_team)
 
     # -- the webhook event of a change: how it ended (and the running events a creator chose) -------------
 
@@ -329,26 +333,40 @@ class TaskService:
 
     # -- live status ------------------------------------------------------------------------------------
 
-    async def wait_view(self, team_id: str, task_id: str, seconds: float) -> dict[str, Any]:
-        """The Task once it has ended, or as it is after `seconds` (`Prefer: wait=N`)."""
+    async def wait_view(
+        self, team_id: str, task_id: str, seconds: float, key: KeyWatch | None = None
+    ) -> dict[str, Any]:
+        """The Task once it has ended, or as it is after `seconds` (`Prefer: wait=N`); 401 as soon as `key`
+        stops authenticating (revoked, expired, team suspended) while it waits."""
         give_up = time.monotonic() + seconds
         while True:
+            if key is not None and not await key.valid():
+                raise MediaAuthFailed()
             row = await self.get(team_id, task_id)
             left = give_up - time.monotonic()
             if row.status in TERMINAL or left <= 0:
                 return await self.view_of(row)
-            await self.changes.wait(task_id, left)
+            await self.changes.wait(task_id, left if key is None else min(left, key.due_in()))
 
     async def events(
-        self, team_id: str, task_id: str, draining: Callable[[], bool] = lambda: False
+        self,
+        team_id: str,
+        task_id: str,
+        draining: Callable[[], bool] = lambda: False,
+        key: KeyWatch | None = None,
     ) -> AsyncIterator[bytes]:
         """The live status stream: an `event: task` with the Task now and on every change of its status,
         progress or queue position, a comment line every `events_keepalive_seconds`, and the end after the
-        terminal state (or when the process starts shutting down: the client reconnects elsewhere)."""
+        terminal state (or when the process starts shutting down: the client reconnects elsewhere). When
+        `key` stops authenticating (revoked, expired, team suspended) the stream ends with an `event: error`
+        carrying the 401 a new request would get."""
         keepalive = self.settings.events_keepalive_seconds
         last: tuple[object, ...] | None = None
         last_write = time.monotonic()
         while True:
+            if key is not None and not await key.valid():
+                yield sse_frame("error", orjson.dumps(MediaAuthFailed().media_body()))
+                return
             row = await repo.get(self.engine, task_id, team_id=team_id)
             if row is None:  # pruned while watched
                 return
@@ -362,7 +380,8 @@ class TaskService:
             if time.monotonic() - last_write >= keepalive:
                 last_write = time.monotonic()
                 yield b": keepalive\n\n"
-            await self.changes.wait(task_id, keepalive - (time.monotonic() - last_write))
+            next_keepalive = keepalive - (time.monotonic() - last_write)
+            await self.changes.wait(task_id, next_keepalive if key is None else min(next_keepalive, key.due_in()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.catalog_spec import OUTPUT_TOKENS_CEILING
 from modelport.protocols.openapi_parts import MODEL, ROLE_MESSAGE, STREAM
 
 REQUEST: dict[str, Any] = {
@@ -11,7 +12,7 @@ REQUEST: dict[str, Any] = {
     "required": ["model", "max_tokens", "messages"],
     "properties": {
         "model": MODEL,
-        "max_tokens": {"type": "integer", "minimum": 1},
+        "max_tokens": {"type": "integer", "minimum": 1, "maximum": OUTPUT_TOKENS_CEILING},
         "messages": {
             "type": "array",
             "items": {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.catalog_spec import OUTPUT_TOKENS_CEILING
 from modelport.core.messages import (
     CanonicalRequest,
     Message,
@@ -86,7 +87,7 @@ def decode_request(body: dict[str, Any], *, system_turns: bool = False) -> Canon
     req = CanonicalRequest(
         model=model,
         messages=[_decode_message(raw, f"messages[{i}]", system_turns) for i, raw in enumerate(raw_messages)],
-        max_output_tokens=opt_int(body, "max_tokens", "max_tokens", minimum=1),
+        max_output_tokens=opt_int(body, "max_tokens", "max_tokens", minimum=1, maximum=OUTPUT_TOKENS_CEILING),
         source_protocol=PROTOCOL,
     )
     req.extras.update({k: v for k, v in body.items() if k not in _CANONICAL_FIELDS})
@@ -237,7 +238,9 @@ def _decode_thinking(body: dict[str, Any], req: CanonicalRequest) -> None:
     kind = require_str(thinking, "type", "thinking.type")
     if kind == "enabled":
         require(thinking, "budget_tokens", "thinking.budget_tokens")
-        budget = opt_int(thinking, "budget_tokens", "thinking.budget_tokens", minimum=1024)
+        budget = opt_int(
+            thinking, "budget_tokens", "thinking.budget_tokens", minimum=1024, maximum=OUTPUT_TOKENS_CEILING
+        )
         req.reasoning = ReasoningConfig(budget_tokens=budget)
     elif kind == "disabled":
         req.reasoning = ReasoningConfig(enabled=False)

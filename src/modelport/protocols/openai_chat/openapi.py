@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.catalog_spec import OUTPUT_TOKENS_CEILING
 from modelport.protocols.openapi_parts import MODEL, ROLE_MESSAGE, STREAM, USAGE
 
 REQUEST: dict[str, Any] = {
@@ -23,8 +24,8 @@ REQUEST: dict[str, Any] = {
             },
         },
         "stream": STREAM,
-        "max_tokens": {"type": ["integer", "null"], "minimum": 1},
-        "max_completion_tokens": {"type": ["integer", "null"], "minimum": 1},
+        "max_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": OUTPUT_TOKENS_CEILING},
+        "max_completion_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": OUTPUT_TOKENS_CEILING},
         "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
         "tools": {"type": "array", "items": {"type": "object"}},
     },

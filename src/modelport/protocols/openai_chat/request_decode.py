@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.catalog_spec import OUTPUT_TOKENS_CEILING
 from modelport.core.media import (
     check_inline_media,
     is_remote_url,
@@ -110,8 +111,9 @@ def _decode_generation(body: dict[str, Any], req: CanonicalRequest) -> None:
     if options is not None:
         req.include_usage = bool(opt_bool(options, "include_usage", "stream_options.include_usage"))
         req.extras["stream_options"] = options
-    max_completion = opt_int(body, "max_completion_tokens", "max_completion_tokens", minimum=1)
-    max_tokens = opt_int(body, "max_tokens", "max_tokens", minimum=1)
+    ceiling = OUTPUT_TOKENS_CEILING
+    max_completion = opt_int(body, "max_completion_tokens", "max_completion_tokens", minimum=1, maximum=ceiling)
+    max_tokens = opt_int(body, "max_tokens", "max_tokens", minimum=1, maximum=ceiling)
     req.max_output_tokens = max_completion if max_completion is not None else max_tokens
     if max_completion is None and max_tokens is not None:
         req.extras["_max_tokens_field"] = "max_tokens"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.catalog_spec import OUTPUT_TOKENS_CEILING
 from modelport.protocols.openapi_parts import MODEL, STREAM, USAGE
 
 REQUEST: dict[str, Any] = {
@@ -14,7 +15,7 @@ REQUEST: dict[str, Any] = {
         "input": {"type": ["string", "array"], "description": "a string, or a list of input items"},
         "instructions": {"type": ["string", "null"]},
         "stream": STREAM,
-        "max_output_tokens": {"type": ["integer", "null"], "minimum": 1},
+        "max_output_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": OUTPUT_TOKENS_CEILING},
         "tools": {"type": "array", "items": {"type": "object"}},
     },
 }

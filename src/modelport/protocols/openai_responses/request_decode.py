@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.catalog_spec import OUTPUT_TOKENS_CEILING
 from modelport.core.messages import CanonicalRequest, ReasoningConfig
 from modelport.core.parts import TextPart
 from modelport.core.validate import (
@@ -98,7 +99,9 @@ def _decode_generation(body: dict[str, Any], req: CanonicalRequest) -> None:
         req.extras["_stream_false"] = True
     # Usage always arrives in `response.completed`; there is no opt-in as in Chat.
     req.include_usage = True
-    req.max_output_tokens = opt_int(body, "max_output_tokens", "max_output_tokens", minimum=MIN_OUTPUT_TOKENS)
+    req.max_output_tokens = opt_int(
+        body, "max_output_tokens", "max_output_tokens", minimum=MIN_OUTPUT_TOKENS, maximum=OUTPUT_TOKENS_CEILING
+    )
     req.temperature = opt_number(body, "temperature", "temperature", minimum=0, maximum=2)
     req.top_p = opt_number(body, "top_p", "top_p", minimum=0, maximum=1)
     req.user = opt_str(body, "user", "user")
