@@ -278,3 +278,24 @@ def test_a_test_event_counts_against_the_query_rate_limit(srv: RunningServer, re
     assert "query rate limit" in refused.json()["message"] and "retry-after" in refused.headers
     page = httpx.get(_url(srv, "/deliveries"), headers=bearer(boss), timeout=30).json()["data"]
     assert page["deliveries"] == []
+
+
+def test_the_console_test_button_counts_against_the_query_rate_limit(
+    srv: RunningServer, receiver: WebhookReceiver
+) -> None:
+    """Issue 33 item 7, the console's door: the test button spends a query like the API's test route."""
+    boss = _boss(srv, "n-console-queries")
+    assert admin(srv, "PUT", "/teams/n-console-queries/tier", json={"tier": "one-query"}).status_code == 200
+    assert httpx.put(_url(srv), json={"url": receiver.url()}, headers=bearer(boss), timeout=30).status_code == 200
+    console = ConsoleClient(srv.media_url)
+    try:
+        assert console.sign_in(boss).status_code == 303
+        models = httpx.get(f"{srv.text_url}/v1/models", headers=bearer(boss), timeout=30)
+        assert models.status_code == 200, models.text
+        refused = console.post_form("/notifications/test", {}, csrf_from="/notifications")
+        assert refused.status_code == 429, refused.text
+        assert "query rate limit" in refused.text
+    finally:
+        console.close()
+    page = httpx.get(_url(srv, "/deliveries"), headers=bearer(boss), timeout=30).json()["data"]
+    assert page["deliveries"] == []

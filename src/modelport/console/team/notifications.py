@@ -21,6 +21,7 @@ from modelport.media.webhooks import outbox
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 from modelport.web.query_int import plain_int
+from modelport.web.query_limit import enforce_query_limit
 
 router = APIRouter()
 SHOWN_DELIVERIES = 20
@@ -72,6 +73,9 @@ async def save(request: Request, auth: AuthContext = Depends(require_team)) -> R
 @router.post("/notifications/test")
 async def send_test(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
     _admin(auth)
+    # As the API's test route: each test is a signed POST to the team's URL, so it counts against the team's
+    # query rate limit (and notify.send_test allows one pending per team).
+    await enforce_query_limit(request, auth)
     delivery_id = await notify.send_test(get_services(request).db, auth.team_id)
     return await _page(request, auth, notice=f"Test event {delivery_id} queued.")
 
