@@ -25,6 +25,8 @@ ANTHROPIC_CACHE_READ = Decimal("0.1")
 ANTHROPIC_CACHE_WRITE_5M = Decimal("1.25")
 ANTHROPIC_CACHE_WRITE_1H = Decimal(2)
 _CACHE_FIELDS = ("cache_read", "cache_write", "cache_write_1h")
+# The tiers a model may price apart; any other reported tier (`default`, `standard`, `scale`, ...) is standard.
+_TIER_TABLES = frozenset({"priority", "flex"})
 
 
 class PriceTier(StrEnum):
@@ -87,8 +89,8 @@ def _or(value: Decimal | None, default: Decimal) -> Decimal:
     return default if value is None else value
 
 
-def _over(table: LongContextRates | None, input_tokens: int) -> bool:
-    return table is not None and input_tokens > table.above_input_tokens
+def _over(table: LongContextRates, input_tokens: int) -> bool:
+    return input_tokens > table.above_input_tokens
 
 
 def rates_for(
@@ -98,14 +100,14 @@ def rates_for(
     (unknown or absent: standard), and the table they came from."""
     standard = standard_rates(prices, anthropic=anthropic)
     tiers = prices.service_tiers
-    tier = None
-    if tiers is not None and service_tier in (PriceTier.PRIORITY, PriceTier.FLEX):
-        tier = tiers.priority if service_tier == PriceTier.PRIORITY else tiers.flex
-    if tier is not None:
-        rates = _within(tier, standard, anthropic=anthropic)
-        if tier.long_context is not None and _over(tier.long_context, input_tokens):
-            rates = _within(tier.long_context, rates, anthropic=anthropic)
-        return rates, PriceTier(service_tier)
+    if tiers is not None and service_tier in _TIER_TABLES:
+        name = PriceTier(service_tier)
+        tier = tiers.priority if name == PriceTier.PRIORITY else tiers.flex
+        if tier is not None:
+            rates = _within(tier, standard, anthropic=anthropic)
+            if tier.long_context is not None and _over(tier.long_context, input_tokens):
+                rates = _within(tier.long_context, rates, anthropic=anthropic)
+            return rates, name
     if prices.long_context is not None and _over(prices.long_context, input_tokens):
         return _within(prices.long_context, standard, anthropic=anthropic), PriceTier.LONG_CONTEXT
     return standard, PriceTier.STANDARD

@@ -245,9 +245,7 @@ def test_example_7_flex_tier_on_responses(gw: Gateway, stream: bool) -> None:
 
 
 @STREAM
-def test_example_8_priority_tier_over_the_threshold_uses_its_own_long_context_table(
-    gw: Gateway, stream: bool
-) -> None:
+def test_example_8_priority_tier_over_the_threshold_uses_its_own_long_context_table(gw: Gateway, stream: bool) -> None:
     usage = Usage(input_tokens=300_000, output_tokens=100, service_tier="priority")
     item, _ = one(gw, "/v1/chat/completions", "openai/gpt-chat", usage, stream)
     assert micros(item) == 300_000 * 5 + 100 * 30 == 1_503_000

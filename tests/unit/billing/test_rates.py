@@ -5,6 +5,8 @@ tests of the monotonicity a bill must have and of translated == native."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -71,7 +73,11 @@ def test_elsewhere_an_unset_cache_rate_is_the_input_rate_and_a_set_one_wins() ->
 
 def test_one_hour_writes_cost_their_own_rate() -> None:
     usage = Usage(
-        input_tokens=14_050, cache_read_tokens=10_000, cache_write_tokens=4000, cache_write_1h_tokens=3000, output_tokens=800
+        input_tokens=14_050,
+        cache_read_tokens=10_000,
+        cache_write_tokens=4000,
+        cache_write_1h_tokens=3000,
+        output_tokens=800,
     )
     # 50 × 3 + 10,000 × 0.3 + 1,000 × 3.75 + 3,000 × 6 + 800 × 15
     assert cost_micros(usage, SONNET, anthropic=True) == 150 + 3000 + 3750 + 18_000 + 12_000
@@ -94,7 +100,7 @@ def test_service_tiers_come_from_the_answer_and_fall_back_to_standard() -> None:
         ("scale", PriceTier.STANDARD, 800 * Decimal("1.25") + 200 * Decimal("0.125") + 100 * 10),
         (None, PriceTier.STANDARD, 800 * Decimal("1.25") + 200 * Decimal("0.125") + 100 * 10),
     ]:
-        priced = price_usage(Usage(**{**_fields(usage), "service_tier": reported}), GPT)
+        priced = price_usage(replace(usage, service_tier=reported), GPT)
         assert (priced.tier, priced.cost_micros) == (tier, round(cost)), reported
     # A tier the model has no table for is billed (and logged) as standard.
     assert price_usage(Usage(input_tokens=1, service_tier="priority"), SONNET).tier == PriceTier.STANDARD
@@ -105,7 +111,9 @@ def test_a_tier_over_the_threshold_uses_its_own_long_context_table_else_its_rate
     # priority.long_context leaves cache_read out: the priority table's (0.25).
     assert price_usage(big, GPT).cost_micros == 200_000 * 5 + 100_000 * Decimal("0.25") + 100 * 30
     flex = Usage(input_tokens=300_000, output_tokens=100, service_tier="flex")
-    assert price_usage(flex, GPT) == price_usage(Usage(input_tokens=300_000, output_tokens=100, service_tier="flex"), GPT)
+    assert price_usage(flex, GPT) == price_usage(
+        Usage(input_tokens=300_000, output_tokens=100, service_tier="flex"), GPT
+    )
     assert price_usage(flex, GPT).cost_micros == 300_000 * Decimal("0.625") + 100 * 5
 
 
@@ -116,8 +124,10 @@ def test_a_hold_over_the_threshold_uses_the_long_context_rates() -> None:
 
 
 def test_the_start_up_log_names_models_whose_cache_prices_are_derived(caplog: pytest.LogCaptureFixture) -> None:
-    def model(model_id: str, kind: str, prices: dict[str, object]) -> TextModel:
-        return TextModel.model_validate({"id": model_id, "prices": prices, "deployments": [{"kind": kind, "model": "m"}]})
+    def model(model_id: str, kind: str, prices: Mapping[str, object]) -> TextModel:
+        return TextModel.model_validate(
+            {"id": model_id, "prices": prices, "deployments": [{"kind": kind, "model": "m"}]}
+        )
 
     stated = {"input": "3", "cache_read": "0.3", "cache_write": "3.75", "cache_write_1h": "6"}
     models = [
@@ -138,10 +148,6 @@ def test_the_built_in_catalog_states_every_price() -> None:
     for text in load_catalog_file(None).text_models:
         prices = text.prices
         assert None not in (prices.cache_read, prices.cache_write, prices.cache_write_1h), text.id
-
-
-def _fields(usage: Usage) -> dict[str, object]:
-    return {name: getattr(usage, name) for name in Usage.__dataclass_fields__}
 
 
 counts = st.integers(min_value=0, max_value=400_000)
@@ -165,23 +171,35 @@ def usages(draw: st.DrawFn) -> Usage:
 def test_one_more_token_of_any_class_never_costs_less(usage: Usage, kind: str) -> None:
     """With these tables every rate of a table is at least that of the table below the threshold: crossing
     it, or adding a token of any class, can only raise the bill."""
-    more = _fields(usage)
-    more["input_tokens"] = usage.input_tokens + (kind != "output")
+    read, write, write_1h, output = (
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.cache_write_1h_tokens,
+        usage.output_tokens,
+    )
     if kind == "read":
-        more["cache_read_tokens"] = usage.cache_read_tokens + 1
+        read += 1
     elif kind in ("write", "write_1h"):
-        more["cache_write_tokens"] = usage.cache_write_tokens + 1
-        more["cache_write_1h_tokens"] = usage.cache_write_1h_tokens + (kind == "write_1h")
+        write += 1
+        write_1h += kind == "write_1h"
     elif kind == "output":
-        more["output_tokens"] = usage.output_tokens + 1
+        output += 1
+    more = replace(
+        usage,
+        input_tokens=usage.input_tokens + (kind != "output"),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        cache_write_1h_tokens=write_1h,
+        output_tokens=output,
+    )
     for prices, anthropic in ((SONNET, True), (GPT, False)):
-        assert cost_micros(Usage(**more), prices, anthropic=anthropic) >= cost_micros(usage, prices, anthropic=anthropic)
+        assert cost_micros(more, prices, anthropic=anthropic) >= cost_micros(usage, prices, anthropic=anthropic)
 
 
 @given(usages())
 def test_priority_costs_at_least_standard_and_flex_at_most(usage: Usage) -> None:
     def cost(tier: str | None) -> int:
-        return cost_micros(Usage(**{**_fields(usage), "service_tier": tier}), GPT)
+        return cost_micros(replace(usage, service_tier=tier), GPT)
 
     assert cost("flex") <= cost(None) <= cost("priority")
 
@@ -191,7 +209,7 @@ def test_the_same_tokens_cost_the_same_reported_by_either_protocol(usage: Usage)
     """Anthropic's `input_tokens` excludes cache reads and writes, OpenAI's `prompt_tokens` includes them:
     once read, the same tokens are the same usage and the same bill (so a translated request is billed
     as a native one)."""
-    plain = Usage(**{**_fields(usage), "cache_write_1h_tokens": 0})
+    plain = replace(usage, cache_write_1h_tokens=0)
     anthropic_wire = {
         "input_tokens": plain.uncached_input_tokens,
         "cache_creation_input_tokens": plain.cache_write_tokens,
@@ -202,14 +220,21 @@ def test_the_same_tokens_cost_the_same_reported_by_either_protocol(usage: Usage)
     openai_wire = {
         "prompt_tokens": plain.input_tokens,
         "completion_tokens": plain.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": plain.cache_read_tokens, "cache_write_tokens": plain.cache_write_tokens},
+        "prompt_tokens_details": {
+            "cached_tokens": plain.cache_read_tokens,
+            "cache_write_tokens": plain.cache_write_tokens,
+        },
     }
     from_anthropic = messages_usage(anthropic_wire)
     from_openai = chat_usage(openai_wire, plain.service_tier)
     assert from_anthropic is not None and from_openai is not None
     for prices, anthropic in ((SONNET, True), (GPT, False), (GPT, True)):
         native = cost_micros(from_anthropic, prices, anthropic=anthropic)
-        assert native == cost_micros(from_openai, prices, anthropic=anthropic) == cost_micros(plain, prices, anthropic=anthropic)
+        assert (
+            native
+            == cost_micros(from_openai, prices, anthropic=anthropic)
+            == cost_micros(plain, prices, anthropic=anthropic)
+        )
 
 
 @given(usages())

@@ -17,7 +17,6 @@ from modelport.protocols.openai_responses.usage import ResponsesUsageSniffer
 from modelport.protocols.openai_responses.usage import usage_from_body as responses_usage_from_body
 from tests.support.cassettes import sse_file
 
-
 START = {
     "type": "message_start",
     "message": {
@@ -36,7 +35,12 @@ START = {
 DELTA = {
     "type": "message_delta",
     "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-    "usage": {"input_tokens": 50, "cache_creation_input_tokens": 4000, "cache_read_input_tokens": 10_000, "output_tokens": 800},
+    "usage": {
+        "input_tokens": 50,
+        "cache_creation_input_tokens": 4000,
+        "cache_read_input_tokens": 10_000,
+        "output_tokens": 800,
+    },
 }
 EXPECTED = Usage(
     input_tokens=14_050,
@@ -114,7 +118,9 @@ def test_openai_protocols_report_the_tier_beside_usage() -> None:
     sniffer = ChatUsageSniffer()
     sniffer.feed(None, json.dumps(chunk))
     assert sniffer.usage is not None and sniffer.usage.service_tier == "priority"
-    decoded = [e for e in ChatStreamDecoder().feed(None, json.dumps({"id": "c", **chunk})) if isinstance(e, UsageUpdate)]
+    decoded = [
+        e for e in ChatStreamDecoder().feed(None, json.dumps({"id": "c", **chunk})) if isinstance(e, UsageUpdate)
+    ]
     assert decoded[0].usage.service_tier == "priority"
     response = {"usage": {"input_tokens": 10, "output_tokens": 2}, "service_tier": "flex"}
     assert responses_usage_from_body(response) == Usage(input_tokens=10, output_tokens=2, service_tier="flex")

@@ -60,6 +60,8 @@ def usage_to_wire(usage: Usage | None, base: dict[str, Any] | None = None) -> di
         },
         "output_tokens": usage.output_tokens,
     }
+    if base is not None and "cache_creation" not in base and not usage.cache_write_1h_tokens:
+        del out["cache_creation"]  # a Messages answer without the breakdown is re-encoded as it came
     for key, value in (base or {}).items():
         out.setdefault(key, value)
     return out
