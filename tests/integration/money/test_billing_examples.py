@@ -13,7 +13,7 @@ import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +28,18 @@ TOPUP_USD = "100"
 TOPUP_MICROS = 100_000_000
 
 # The catalog of docs/api/billing.md's examples (USD per million tokens = micro-USD per token).
-OPENAI_PRICES = """{ input = "1.25", output = "10", cache_read = "0.125",
-  long_context = { above_input_tokens = 272000, input = "2.5", output = "15", cache_read = "0.25" },
-  service_tiers = { priority = { input = "2.5", output = "20", cache_read = "0.25",
-                                 long_context = { above_input_tokens = 272000, input = "5", output = "30" } },
-                    flex = { input = "0.625", output = "5", cache_read = "0.0625" } } }"""
+OPENAI_PRICES = (
+    '{ input = "1.25", output = "10", cache_read = "0.125", '
+    'long_context = { above_input_tokens = 272000, input = "2.5", output = "15", cache_read = "0.25" }, '
+    'service_tiers = { priority = { input = "2.5", output = "20", cache_read = "0.25", '
+    'long_context = { above_input_tokens = 272000, input = "5", output = "30" } }, '
+    'flex = { input = "0.625", output = "5", cache_read = "0.0625" } } }'
+)
 # Anthropic: cache prices left unset (derived: read 0.3, 5-minute write 3.75, 1-hour write 6; long
 # context: 0.6, 7.5, 12).
-ANTHROPIC_PRICES = """{ input = "3", output = "15",
-  long_context = { above_input_tokens = 200000, input = "6", output = "22.5" } }"""
+ANTHROPIC_PRICES = (
+    '{ input = "3", output = "15", long_context = { above_input_tokens = 200000, input = "6", output = "22.5" } }'
+)
 
 
 def catalog_toml(base: str) -> str:
@@ -143,7 +146,8 @@ def settled(gw: Gateway, team: Team, requests: int) -> list[dict[str, Any]]:
     logged = sum(int(Decimal(str(i["cost"])) * 1_000_000) for i in items)
     assert charges == logged  # the ledger's charges equal the logged costs
     assert sum(e["amount_micros"] for e in entries) == TOPUP_MICROS - charges  # balance = top-ups - charges
-    assert Decimal(str(info["balance_usd"])) == Decimal(TOPUP_MICROS - charges).scaleb(-6).quantize(Decimal("0.0001"))
+    shown = Decimal(TOPUP_MICROS - charges).scaleb(-6).quantize(Decimal("0.0001"), rounding=ROUND_DOWN)
+    assert Decimal(str(info["balance_usd"])) == shown  # the balance is shown to 4 places, rounded down
     return items
 
 
