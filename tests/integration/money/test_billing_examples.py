@@ -9,6 +9,8 @@ One server for the module (start-ups are the suite's cost); every test gets a fr
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import time
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.console import ConsoleClient
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.server import RunningServer, run_server
 
@@ -48,6 +51,12 @@ def catalog_toml(base: str) -> str:
         "openai/gpt-resp": ("openai_responses", base + "/v1", OPENAI_PRICES),
         "anthropic/claude": ("anthropic", base, ANTHROPIC_PRICES),
         "openai/gpt-repriced": ("openai_chat", base + "/v1", '{ input = "1.25", output = "10" }'),
+        # A long-context threshold of 100 tokens at a rate no small balance covers: for the hold.
+        "anthropic/claude-tiny-threshold": (
+            "anthropic",
+            base,
+            '{ input = "1", output = "1", long_context = { above_input_tokens = 100, input = "1000" } }',
+        ),
     }
     return "\n".join(
         f'''[[text_models]]
@@ -100,10 +109,10 @@ class Team:
     key: str
 
 
-def new_team(gw: Gateway) -> Team:
+def new_team(gw: Gateway, usd: str = TOPUP_USD) -> Team:
     name = f"bill-{next(_teams)}"
     assert gw.admin("POST", "/teams", json={"name": name}).status_code == 200
-    assert gw.admin("POST", f"/teams/{name}/topups", json={"amount_usd": TOPUP_USD}).status_code == 200
+    assert gw.admin("POST", f"/teams/{name}/topups", json={"amount_usd": usd}).status_code == 200
     key: str = gw.admin("POST", f"/teams/{name}/keys", json={}).json()["data"]["key"]
     return Team(name, key)
 
@@ -309,3 +318,51 @@ def test_a_price_change_does_not_change_a_logged_cost(gw: Gateway) -> None:
     by_id = {i["task_id"]: micros(i) for i in items}
     assert by_id[before["task_id"]] == 6250  # as charged then
     assert sorted(by_id.values()) == [6250, 12_500]
+
+
+def test_the_console_exports_carry_cache_writes_and_the_price_table(gw: Gateway) -> None:
+    """`logs.csv` has the log item's new columns; `usage.csv` (the daily rollups) adds them up."""
+    team = new_team(gw)
+    usage = Usage(
+        input_tokens=14_050,
+        cache_read_tokens=10_000,
+        cache_write_tokens=4000,
+        cache_write_1h_tokens=3000,
+        output_tokens=800,
+        service_tier="standard",
+    )
+    gw.upstream.push(Reply.text("a", usage=usage), Reply.text("b", usage=usage))
+    ask(gw, team, "/v1/messages", "anthropic/claude", False)
+    ask(gw, team, "/v1/messages", "anthropic/claude", True)
+    settled(gw, team, 2)
+    console = ConsoleClient(gw.server.media_url)
+    try:
+        assert console.sign_in(team.key).status_code in (200, 303)
+        logs = list(csv.DictReader(io.StringIO(console.get("/logs.csv").text)))
+        assert [(r["cached_tokens"], r["cache_write_tokens"], r["cache_write_1h_tokens"]) for r in logs] == [
+            ("10000", "4000", "3000")
+        ] * 2
+        assert {(r["price_tier"], r["cost_usd"]) for r in logs} == {("standard", "0.036900")}
+        (day,) = list(csv.DictReader(io.StringIO(console.get("/usage.csv").text)))
+        assert (day["cached_tokens"], day["cache_write_tokens"], day["cache_write_1h_tokens"]) == (
+            "20000",
+            "8000",
+            "6000",
+        )
+        assert day["cost_usd"] == "0.073800"
+    finally:
+        console.close()
+
+
+def test_a_hold_over_the_threshold_is_taken_at_the_long_context_rates(gw: Gateway) -> None:
+    """0.1 USD covers a short request's hold, not one whose input estimate (over 100 tokens) is held at
+    1,000 USD per million tokens: that one is refused before any upstream call."""
+    team = new_team(gw, usd="0.1")
+    url, headers = gw.server.text_url + "/v1/messages", {"Authorization": f"Bearer {team.key}"}
+    body: dict[str, Any] = {"model": "anthropic/claude-tiny-threshold", "max_tokens": 10}
+    gw.upstream.push(Reply.text("short", usage=Usage(input_tokens=5, output_tokens=2)))
+    short = httpx.post(url, json={**body, "messages": [{"role": "user", "content": "Hi"}]}, headers=headers)
+    assert short.status_code == 200, short.text
+    long = httpx.post(url, json={**body, "messages": [{"role": "user", "content": "x" * 2000}]}, headers=headers)
+    assert long.status_code == 402, long.text  # at standard rates its hold (2,000 / 4 + 16 + 10) would fit
+    assert gw.upstream.call_count("/v1/messages") == 1
