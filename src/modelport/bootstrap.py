@@ -17,9 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
 from modelport.billing import reservations
+from modelport.billing.rates import log_derived_cache_prices
 from modelport.billing.settlement import prune_settlement_keys
 from modelport.billing.topups import topup_team
-from modelport.catalog import import_catalog, load_catalog_file
+from modelport.catalog import import_catalog, load_catalog_file, read_snapshot
 from modelport.errors import NotFound
 from modelport.media.webhooks.secret_box import UnreadableSecret, secret_box
 from modelport.media.webhooks.secrets import reseal_all
@@ -170,6 +171,7 @@ async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True)
     await ensure_schema(engine, settings)
     async with startup_lock(engine):
         await import_catalog(engine, load_catalog_file(settings.catalog))
+        log_derived_cache_prices((await read_snapshot(engine)).text.values())
         # Reservations of processes that died (their lease ran out); every process also sweeps periodically.
         await reservations.sweep(engine)
         await prune_settlement_keys(engine)

@@ -24,15 +24,51 @@ LISTED_BY_DEFAULT: frozenset[str] = frozenset(
 )
 
 
+class RateTable(BaseModel):
+    """Rates of a long-context or service-tier price table, USD per million tokens; a rate it leaves out
+    is the enclosing table's (how `billing.rates` resolves them, cache rates included)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: Decimal | None = Field(default=None, ge=0)
+    output: Decimal | None = Field(default=None, ge=0)
+    cache_read: Decimal | None = Field(default=None, ge=0)
+    cache_write: Decimal | None = Field(default=None, ge=0)  # 5-minute cache writes
+    cache_write_1h: Decimal | None = Field(default=None, ge=0)
+
+
+class LongContextRates(RateTable):
+    """Rates for a whole request whose total input (cache reads and writes included) is above the threshold."""
+
+    above_input_tokens: int = Field(default=200_000, gt=0)
+
+
+class TierRates(RateTable):
+    """Rates of a service tier the upstream reports (`service_tier`), with its own long-context table."""
+
+    long_context: LongContextRates | None = None
+
+
+class ServiceTiers(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    priority: TierRates | None = None
+    flex: TierRates | None = None
+
+
 class Prices(BaseModel):
-    """USD per million tokens."""
+    """USD per million tokens. A cache rate left out is derived (`billing.rates`): from the input rate by
+    Anthropic's multipliers on `anthropic` deployments, else the input rate."""
 
     model_config = ConfigDict(extra="forbid")
 
     input: Decimal = Field(default=Decimal(0), ge=0)
     output: Decimal = Field(default=Decimal(0), ge=0)
     cache_read: Decimal | None = Field(default=None, ge=0)
-    cache_write: Decimal | None = Field(default=None, ge=0)
+    cache_write: Decimal | None = Field(default=None, ge=0)  # 5-minute cache writes
+    cache_write_1h: Decimal | None = Field(default=None, ge=0)
+    long_context: LongContextRates | None = None
+    service_tiers: ServiceTiers | None = None
 
 
 class Deployment(BaseModel):

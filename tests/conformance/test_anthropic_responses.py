@@ -70,10 +70,11 @@ def test_response_without_hints_validates_and_keeps_facts(it: Interaction) -> No
     ours = sdk.Message.model_validate(body)
     assert body["id"].startswith("msg_") and body["model"] == "anthropic/claude-test"
     assert list(body) == ["id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"]
-    assert list(body["usage"]) == [
+    assert list(body["usage"]) == [  # the recorded order, with the breakdown by cache lifetime
         "input_tokens",
         "cache_creation_input_tokens",
         "cache_read_input_tokens",
+        "cache_creation",
         "output_tokens",
     ]
     assert _facts(ours) == _facts(recorded)
@@ -109,6 +110,7 @@ def test_prompt_cache_recording_is_normalised() -> None:
         "input_tokens": 3,
         "cache_creation_input_tokens": 418,
         "cache_read_input_tokens": 1111,
+        "cache_creation": raw["cache_creation"],  # as recorded: {5m: 418, 1h: 0}
         "output_tokens": raw["output_tokens"],
     }
 
@@ -166,6 +168,7 @@ def test_unknown_blocks_are_kept_opaque_and_only_messages_gets_them() -> None:
         "input_tokens": 6,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 4,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
         "output_tokens": 2,
     }
     sdk.Message.model_validate(out)

@@ -61,15 +61,17 @@ def test_canonical_encoding_is_valid_and_faithful(it: Interaction) -> None:
 def test_usage_is_normalised() -> None:
     it = next(i for i in JSON_OK if i.id == "test_openai_chat_prompt_cache_e2e#1")
     usage = CODEC.usage_from_body(it.response_json)
-    assert usage == Usage(input_tokens=4020, output_tokens=4, cache_read_tokens=4012, reasoning_tokens=0)
+    assert usage == Usage(
+        input_tokens=4020, output_tokens=4, cache_read_tokens=4012, reasoning_tokens=0, service_tier="default"
+    )
     assert usage is not None and usage.uncached_input_tokens == 8
     first = next(i for i in JSON_OK if i.id == "test_openai_chat_prompt_cache_e2e#0")
     assert CODEC.usage_from_body(first.response_json) == Usage(
-        input_tokens=4020, output_tokens=4, cache_write_tokens=4012, reasoning_tokens=0
+        input_tokens=4020, output_tokens=4, cache_write_tokens=4012, reasoning_tokens=0, service_tier="default"
     )
     reasoning = next(i for i in JSON_OK if i.id == "test_max_completion_tokens[o3-mini]#0")
     assert decode_response(reasoning.response_json).usage == Usage(
-        input_tokens=7, output_tokens=87, reasoning_tokens=64
+        input_tokens=7, output_tokens=87, reasoning_tokens=64, service_tier="default"
     )
 
 

@@ -34,12 +34,20 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
-    """OpenAI-style totals: `input_tokens` includes cache reads and writes (Anthropic's excludes them)."""
+    """OpenAI-style totals: `input_tokens` includes cache reads and writes (Anthropic's excludes them).
+
+    `cache_write_1h_tokens` (the 1-hour share of the writes): None sends no ``cache_creation`` breakdown (the
+    older Anthropic shape); a number sends it, as current recordings do. `service_tier`: None sends the
+    shapes' old default (Chat bodies ``"default"``, nothing elsewhere); a string sends that tier where each
+    protocol reports it (Chat: top level of the body and every chunk; Responses: top level of the response;
+    Messages: ``usage.service_tier``, with ``inference_geo`` as recorded)."""
 
     input_tokens: int = 10
     output_tokens: int = 5
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int | None = None
+    service_tier: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,8 @@ def chat_usage(u: Usage) -> dict[str, Any]:
         "prompt_tokens": u.input_tokens,
         "completion_tokens": u.output_tokens,
         "total_tokens": u.input_tokens + u.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens, "audio_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens, "audio_tokens": 0}
+        | ({"cache_write_tokens": u.cache_write_tokens} if u.cache_write_tokens else {}),
         "completion_tokens_details": {
             "reasoning_tokens": 0,
             "audio_tokens": 0,
@@ -129,7 +138,7 @@ def chat_body(a: Answer, model: str, rid: str) -> dict[str, Any]:
             }
         ],
         "usage": chat_usage(a.usage),
-        "service_tier": "default",
+        "service_tier": a.usage.service_tier or "default",
         "system_fingerprint": "fp_fake",
     }
 
@@ -146,6 +155,8 @@ def chat_events(a: Answer, model: str, rid: str, include_usage: bool) -> list[by
             "system_fingerprint": "fp_fake",
             "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
         }
+        if a.usage.service_tier is not None:
+            c["service_tier"] = a.usage.service_tier
         if include_usage:
             c["usage"] = None
         return c
@@ -187,7 +198,8 @@ def openai_error(status: int, message: str, error_type: str | None, code: str | 
 def responses_usage(u: Usage) -> dict[str, Any]:
     return {
         "input_tokens": u.input_tokens,
-        "input_tokens_details": {"cached_tokens": u.cache_read_tokens},
+        "input_tokens_details": {"cached_tokens": u.cache_read_tokens}
+        | ({"cache_write_tokens": u.cache_write_tokens} if u.cache_write_tokens else {}),
         "output_tokens": u.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": u.input_tokens + u.output_tokens,
@@ -249,6 +261,7 @@ def responses_body(
         "tools": [],
         "top_p": 1.0,
         "truncation": "disabled",
+        **({"service_tier": a.usage.service_tier} if a.usage.service_tier is not None else {}),
         "usage": responses_usage(a.usage) if final else None,
         "user": None,
         "metadata": {},
@@ -318,13 +331,24 @@ def responses_error_event(message: str, sequence_number: int) -> bytes:
 # ---------------------------------------------------------------- Anthropic Messages
 
 
-def messages_usage(u: Usage, output_tokens: int | None = None) -> dict[str, Any]:
-    return {
+def messages_usage(u: Usage, output_tokens: int | None = None, *, delta: bool = False) -> dict[str, Any]:
+    """A Messages ``usage``; `delta`: as ``message_delta`` carries it (recorded: the cumulative counts
+    without the breakdown and tier, which ``message_start`` gave)."""
+    out: dict[str, Any] = {
         "input_tokens": u.input_tokens - u.cache_read_tokens - u.cache_write_tokens,
         "cache_creation_input_tokens": u.cache_write_tokens,
         "cache_read_input_tokens": u.cache_read_tokens,
-        "output_tokens": u.output_tokens if output_tokens is None else output_tokens,
     }
+    if u.cache_write_1h_tokens is not None and not delta:
+        out["cache_creation"] = {
+            "ephemeral_5m_input_tokens": u.cache_write_tokens - u.cache_write_1h_tokens,
+            "ephemeral_1h_input_tokens": u.cache_write_1h_tokens,
+        }
+    out["output_tokens"] = u.output_tokens if output_tokens is None else output_tokens
+    if u.service_tier is not None and not delta:
+        out["service_tier"] = u.service_tier
+        out["inference_geo"] = "not_available"
+    return out
 
 
 def _messages_stop(a: Answer) -> str:
@@ -381,7 +405,7 @@ def messages_events(a: Answer, model: str, rid: str) -> list[bytes]:
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": _messages_stop(a), "stop_sequence": None},
-                "usage": messages_usage(a.usage),
+                "usage": messages_usage(a.usage, delta=True),
             },
         )
     )

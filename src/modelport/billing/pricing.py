@@ -1,14 +1,17 @@
 """Cost of a text request from its usage, and the estimate a request holds before it runs.
 
 Prices are USD per million tokens, which is exactly micro-USD per token: cost in micro-USD is
-Σ tokens × price, computed in `Decimal` and rounded half-up to a whole micro-USD once per request.
+Σ tokens × rate per token class, computed in `Decimal` and rounded half-up to a whole micro-USD once per
+request. Which table's rates apply: `billing.rates`.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from decimal import Decimal
 
+from modelport.billing.rates import PriceTier, rates_for
 from modelport.catalog_spec import Prices
 from modelport.core.messages import CanonicalRequest
 from modelport.core.parts import TextPart, ToolCallPart, ToolResultPart
@@ -25,24 +28,38 @@ CHARS_PER_TOKEN = 4
 MAX_CHARGE_MICROS = MAX_TOPUP_USD * MICROS_PER_USD
 
 
-def cost_micros(usage: Usage, prices: Prices) -> int:
-    """Uncached input × input rate + cache reads × read rate + cache writes × write rate + output × output
-    rate. Audio/video/image token counts are inside `input_tokens` and not billed again; reasoning tokens
-    are inside `output_tokens`."""
-    total = Decimal(usage.uncached_input_tokens) * prices.input + Decimal(usage.output_tokens) * prices.output
+@dataclass(frozen=True, slots=True)
+class Priced:
+    cost_micros: int
+    tier: PriceTier  # the price table applied
+
+
+def price_usage(usage: Usage, prices: Prices, *, anthropic: bool = False) -> Priced:
+    """Σ tokens × rate per class at the rates of the table the request falls in (`rates.rates_for`):
+    uncached input, cache reads, 5-minute cache writes, 1-hour cache writes, output. Audio/video/image
+    token counts are inside `input_tokens` and not billed again; reasoning tokens are inside
+    `output_tokens`. `anthropic`: an `anthropic` deployment answered (unset cache rates are derived)."""
+    rates, tier = rates_for(
+        prices, input_tokens=usage.input_tokens, service_tier=usage.service_tier, anthropic=anthropic
+    )
+    total = Decimal(usage.uncached_input_tokens) * rates.input + Decimal(usage.output_tokens) * rates.output
     if usage.cache_read_tokens:
-        read_rate = prices.cache_read if prices.cache_read is not None else prices.input
-        total += Decimal(usage.cache_read_tokens) * read_rate
+        total += Decimal(usage.cache_read_tokens) * rates.cache_read
     if usage.cache_write_tokens:
-        write_rate = prices.cache_write if prices.cache_write is not None else prices.input
-        total += Decimal(usage.cache_write_tokens) * write_rate
-    return _bounded_charge(total)
+        total += Decimal(usage.cache_write_5m_tokens) * rates.cache_write
+        total += Decimal(usage.cache_write_1h_tokens) * rates.cache_write_1h
+    return Priced(_bounded_charge(total), tier)
 
 
-def plain_cost_micros(input_cost: Decimal, output_tokens: int, prices: Prices) -> int:
-    """`cost_micros` of uncached input whose cost is `input_cost` (unrounded micro-USD) and `output_tokens`:
-    what a hold estimates (no `Usage` built for it)."""
-    return _bounded_charge(input_cost + Decimal(output_tokens) * prices.output)
+def cost_micros(usage: Usage, prices: Prices, *, anthropic: bool = False) -> int:
+    """`price_usage`'s cost alone."""
+    return price_usage(usage, prices, anthropic=anthropic).cost_micros
+
+
+def plain_cost_micros(input_cost: Decimal, output_tokens: int, output_rate: Decimal) -> int:
+    """The cost of uncached input whose cost is `input_cost` (unrounded micro-USD) and `output_tokens` at
+    `output_rate`: what a hold estimates (no `Usage` built for it)."""
+    return _bounded_charge(input_cost + Decimal(output_tokens) * output_rate)
 
 
 def _bounded_charge(total: Decimal) -> int:

@@ -110,6 +110,7 @@ class Outcome:
     relayed_events: int = 0
     result: Any = None
     deployment: str | None = None  # the deployment that answered
+    deployment_kind: str | None = None  # its upstream kind (cache prices on `anthropic` ones are derived)
     fast: bool = True
     # The request went to an upstream (whatever came back): a client that hangs up then is still billed.
     upstream_called: bool = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelport.billing.pricing import Priced
 from modelport.core.accumulate import StreamAccumulator
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.core.usage import Usage
@@ -20,7 +21,7 @@ class RequestLogSink:
         self._writer = writer
         self._retain = RetentionPolicy(True, max_payload_bytes)
 
-    def __call__(self, ctx: RequestContext, outcome: Outcome, usage: Usage | None, cost_micros: int) -> None:
+    def __call__(self, ctx: RequestContext, outcome: Outcome, usage: Usage | None, priced: Priced) -> None:
         keep = ctx.auth.log_retention
         self._writer.record(
             LogRecord(
@@ -35,7 +36,10 @@ class RequestLogSink:
                 prompt_tokens=usage.input_tokens if usage else None,
                 completion_tokens=usage.output_tokens if usage else None,
                 cached_tokens=usage.cache_read_tokens if usage else None,
-                cost_micros=cost_micros,
+                cache_write_tokens=usage.cache_write_tokens if usage else None,
+                cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
+                cost_micros=priced.cost_micros,
+                price_tier=priced.tier if usage else None,
                 svc_user_id=ctx.svc_user_id,
                 session_id=ctx.session_id,
                 input=self._retain.payload(ctx.body) if keep else None,

@@ -29,7 +29,8 @@ from typing import Any
 from modelport.billing import notify
 from modelport.billing.credit import Allocation, CreditBook
 from modelport.billing.key_budget import KeyBudgetShort, key_hold
-from modelport.billing.pricing import CHARS_PER_TOKEN, cost_micros, estimate_input_tokens
+from modelport.billing.pricing import CHARS_PER_TOKEN, Priced, estimate_input_tokens, price_usage
+from modelport.billing.rates import PriceTier
 from modelport.clock import now_ms
 from modelport.core.usage import Usage
 from modelport.errors import InsufficientQuota, RateLimited, RequestLimited
@@ -50,6 +51,7 @@ LEASE_TTL_SECONDS = 15 * 60
 # How long token-per-minute corrections (usage against the admission estimate) are gathered before applied.
 TOKEN_FLUSH_SECONDS = 0.05
 METERING: ServiceKey[Metering] = ServiceKey("metering")
+UNPRICED = Priced(0, PriceTier.STANDARD)  # no usage to bill
 
 
 def billed_usage(ctx: RequestContext, outcome: Outcome) -> Usage | None:
@@ -249,18 +251,22 @@ class Metering:
 
     def finish(self, ctx: RequestContext, outcome: Outcome) -> int:
         """Settle and log the request (once); returns its cost in micro-USD."""
-        usage, cost = self.price(ctx, outcome)
-        self.settle(ctx, outcome, usage, cost)
-        return cost
+        usage, priced = self.price(ctx, outcome)
+        self.settle(ctx, outcome, usage, priced)
+        return priced.cost_micros
 
-    def price(self, ctx: RequestContext, outcome: Outcome) -> tuple[Usage | None, int]:
-        """What the request is billed for and its cost in micro-USD; nothing is settled yet (`settle`)."""
+    def price(self, ctx: RequestContext, outcome: Outcome) -> tuple[Usage | None, Priced]:
+        """What the request is billed for, its cost in micro-USD and the price table applied, at the
+        catalog's prices of now (the log row keeps the cost); nothing is settled yet (`settle`)."""
         usage = billed_usage(ctx, outcome)
-        return usage, cost_micros(usage, ctx.model.prices) if usage is not None else 0
+        if usage is None:
+            return None, UNPRICED
+        return usage, price_usage(usage, ctx.model.prices, anthropic=_anthropic(ctx, outcome))
 
-    def settle(self, ctx: RequestContext, outcome: Outcome, usage: Usage | None, cost: int) -> None:
+    def settle(self, ctx: RequestContext, outcome: Outcome, usage: Usage | None, priced: Priced) -> None:
         """Settle and log the request (once) at the price `price` gave: limiter counts corrected, the hold
         settled, the concurrency lease released, the log row queued."""
+        cost = priced.cost_micros
         if ctx.request_id in self._tokens:
             self._return_tokens(ctx, usage)
         _record(ctx.model.id, outcome.status, usage, cost)
@@ -271,7 +277,7 @@ class Metering:
         if lease is not None:
             self._spawn_release(lease)
         if self.log_sink is not None:
-            self.log_sink(ctx, outcome, usage, cost)
+            self.log_sink(ctx, outcome, usage, priced)
 
     def refuse(self, refusal: Refusal) -> None:
         if self.log_sink is not None:
@@ -279,7 +285,7 @@ class Metering:
 
     def _log_refusal(self, ctx: RequestContext, status: int, message: str) -> None:
         if self.log_sink is not None:
-            self.log_sink(ctx, Outcome(RequestStatus.ERROR, status, error=message), None, 0)
+            self.log_sink(ctx, Outcome(RequestStatus.ERROR, status, error=message), None, UNPRICED)
 
     async def _release_lease(self, ctx: RequestContext) -> None:
         lease = self._leases.pop(ctx.request_id, None)
@@ -307,6 +313,12 @@ class Metering:
             self._flush_corrections()
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+
+
+def _anthropic(ctx: RequestContext, outcome: Outcome) -> bool:
+    """An `anthropic` deployment answered (none did: the model's first deployment, as routing tries it)."""
+    kind = outcome.deployment_kind or ctx.model.deployments[0].kind
+    return kind == "anthropic"
 
 
 def _record(model: str, status: RequestStatus, usage: Usage | None, cost: int) -> None:

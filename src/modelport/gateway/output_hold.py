@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from modelport.billing.pricing import estimate_input_tokens, plain_cost_micros
+from modelport.billing.rates import hold_rates
 from modelport.gateway.context import RequestContext
 from modelport.upstreams.kinds import model_max_output
 
@@ -42,9 +43,11 @@ def output_hold(ctx: RequestContext, min_output_tokens: int) -> OutputHold:
     client_cap = ctx.canonical.max_output_tokens
     maximum = model_max_output(ctx.model)
     bound = min(client_cap, maximum) if client_cap else maximum
-    input_cost = Decimal(input_tokens) * prices.input
+    # An estimate over the long-context threshold holds at the long-context rates.
+    input_rate, output_rate = hold_rates(prices, input_tokens)
+    input_cost = Decimal(input_tokens) * input_rate
     # At least one micro-USD: a team with nothing left is refused even for a (nearly) free model.
-    estimate = max(1, plain_cost_micros(input_cost, bound, prices))
+    estimate = max(1, plain_cost_micros(input_cost, bound, output_rate))
     floor = min(bound, min_output_tokens)
-    minimum = estimate if floor == bound else max(1, plain_cost_micros(input_cost, floor, prices))
-    return OutputHold(estimate, minimum, bound, input_cost, prices.output)
+    minimum = estimate if floor == bound else max(1, plain_cost_micros(input_cost, floor, output_rate))
+    return OutputHold(estimate, minimum, bound, input_cost, output_rate)

@@ -224,8 +224,9 @@ class TextGateway:
         record_call(ctx, outcome, timings)
         settle: Callable[[], None]
         if ctx.trace is None:
-            usage, cost = self.metering.price(ctx, outcome)
-            settle = partial(self.metering.settle, ctx, outcome, usage, cost)
+            usage, priced = self.metering.price(ctx, outcome)
+            settle = partial(self.metering.settle, ctx, outcome, usage, priced)
+            cost = priced.cost_micros
         else:
             call = opened[0] if opened else None
             cost = _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
@@ -254,6 +255,7 @@ def _outcome(
         relayed_events=relayed.relayed_events if relayed is not None else 0,
         result=relayed.result if relayed is not None else None,
         deployment=call.candidate.key if call is not None else None,
+        deployment_kind=call.candidate.deployment.kind if call is not None else None,
         fast=call.fast if call is not None else True,
         upstream_called=timings.first_attempt > 0,
     )

@@ -35,6 +35,9 @@ LIST_COLUMNS = (
     c.cost_micros,
     c.svc_user_id,
     c.key_id,
+    c.cache_write_tokens,
+    c.cache_write_1h_tokens,
+    c.price_tier,
 )
 
 

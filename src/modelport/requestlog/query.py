@@ -38,6 +38,9 @@ ITEM_COLUMNS = (
     request_logs.c.input,
     request_logs.c.result,
     request_logs.c.key_id,
+    request_logs.c.cache_write_tokens,
+    request_logs.c.cache_write_1h_tokens,
+    request_logs.c.price_tier,
 )
 
 

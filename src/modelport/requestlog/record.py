@@ -46,13 +46,16 @@ class LogRecord:
     error: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
-    cached_tokens: int | None = None
+    cached_tokens: int | None = None  # cache reads
     cost_micros: int = 0
     svc_user_id: str | None = None
     session_id: str | None = None
     input: str | None = None
     result: str | None = None
     key_id: str | None = None  # the API key that made the request
+    cache_write_tokens: int | None = None  # all cache writes
+    cache_write_1h_tokens: int | None = None  # the 1-hour share of them
+    price_tier: str | None = None  # the price table applied (`billing.rates.PriceTier`); None: nothing billed
 
     def as_row(self) -> dict[str, Any]:
         # Field by field, written out: this runs once per text request (a loop over the fields with
@@ -75,6 +78,9 @@ class LogRecord:
             "input": None if self.input is None else _no_nul(self.input),
             "result": None if self.result is None else _no_nul(self.result),
             "key_id": None if self.key_id is None else _clip(self.key_id, 40),
+            "cache_write_tokens": _int32(self.cache_write_tokens),
+            "cache_write_1h_tokens": _int32(self.cache_write_1h_tokens),
+            "price_tier": None if self.price_tier is None else _clip(self.price_tier, 16),
         }
 
     @classmethod

@@ -25,7 +25,16 @@ from modelport.storage.tables import request_log_counts, request_logs, usage_dai
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
-_USAGE_FIELDS = ("requests", "errors", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_micros")
+_USAGE_FIELDS = (
+    "requests",
+    "errors",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost_micros",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+)
 ALL_USERS = ""  # the counter key for "every row of the team"; a real svc_user_id is never empty
 
 
@@ -127,6 +136,8 @@ def _usage_params(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         acc[3] += row["completion_tokens"] or 0
         acc[4] += row["cached_tokens"] or 0
         acc[5] += row["cost_micros"] or 0
+        acc[6] += row["cache_write_tokens"] or 0
+        acc[7] += row["cache_write_1h_tokens"] or 0
     # Sorted: concurrent writers lock the rollup rows in one order (no deadlock on PostgreSQL).
     return [
         {

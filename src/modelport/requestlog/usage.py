@@ -26,8 +26,10 @@ class UsageRow:
     errors: int
     prompt_tokens: int
     completion_tokens: int
-    cached_tokens: int
+    cached_tokens: int  # cache reads
     cost_micros: int
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     @property
     def model(self) -> str:
@@ -53,6 +55,8 @@ async def daily_usage(engine: AsyncEngine, team_id: str, first_day: int, last_da
             c.completion_tokens,
             c.cached_tokens,
             c.cost_micros,
+            c.cache_write_tokens,
+            c.cache_write_1h_tokens,
         )
         .where(c.team_id == team_id, c.day >= first_day, c.day <= last_day)
         .order_by(c.day, c.key_id, c.provider, c.model_name)

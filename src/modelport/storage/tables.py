@@ -168,6 +168,10 @@ request_logs = Table(
     Column("input", Text, nullable=True),
     Column("result", Text, nullable=True),
     Column("key_id", String(40), nullable=True),  # the API key that made the request (none before 0008)
+    # Cache writes (all, and the 1-hour share) and the price table applied (none before 0023).
+    Column("cache_write_tokens", Integer, nullable=True),
+    Column("cache_write_1h_tokens", Integer, nullable=True),
+    Column("price_tier", String(16), nullable=True),
     # `id` last: the log lists newest first by (created_at_ms, id), read from the index alone.
     Index("ix_request_logs_team_created_id", "team_id", "created_at_ms", "id"),
     Index("ix_request_logs_team_user_created_id", "team_id", "svc_user_id", "created_at_ms", "id"),
@@ -203,6 +207,8 @@ usage_daily = Table(
     Column("completion_tokens", BigInteger, nullable=False),
     Column("cached_tokens", BigInteger, nullable=False),
     Column("cost_micros", BigInteger, nullable=False),
+    Column("cache_write_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("cache_write_1h_tokens", BigInteger, nullable=False, server_default="0"),
 )
 
 # Rows per team (svc_user_id '') and per team and end user, per hour of `created_at_ms`. Kept in the same

@@ -99,6 +99,7 @@ def test_logs_filters_detail_and_csv(client_a: ConsoleClient, requests_of_a: lis
     row = next(r for r in rows if r["request_id"] == with_user)
     assert row["cost_usd"] == "0.020000" and row["svc_user_id"] == "end-user-0001" and row["model"] == MODEL
     assert row["key_id"].startswith("key_")
+    assert (row["cache_write_tokens"], row["cache_write_1h_tokens"], row["price_tier"]) == ("0", "0", "standard")
 
 
 def test_usage_from_the_rollups(client_a: ConsoleClient, teams: tuple[Team, Team], requests_of_a: list[str]) -> None:
@@ -110,6 +111,7 @@ def test_usage_from_the_rollups(client_a: ConsoleClient, teams: tuple[Team, Team
     assert sum(int(r["requests"]) for r in mine) == 2
     assert {r["key_id"] for r in mine} == {teams[0].key_id}
     assert sum(int(r["prompt_tokens"]) for r in mine) == 20
+    assert {(r["cache_write_tokens"], r["cache_write_1h_tokens"]) for r in mine} == {("0", "0")}
     overview = client_a.get("/").text
     assert "2 requests" in overview and "$20.00" not in overview  # 20 USD less what was spent
 

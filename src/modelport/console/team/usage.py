@@ -34,6 +34,8 @@ class Totals:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
     cost_micros: int = 0
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -43,6 +45,8 @@ class Totals:
         self.prompt_tokens += row.prompt_tokens
         self.completion_tokens += row.completion_tokens
         self.cached_tokens += row.cached_tokens
+        self.cache_write_tokens += row.cache_write_tokens
+        self.cache_write_1h_tokens += row.cache_write_1h_tokens
         self.cost_micros += row.cost_micros
 
     @property
@@ -153,6 +157,8 @@ async def usage_csv(request: Request, auth: AuthContext = Depends(require_team))
         "prompt_tokens",
         "completion_tokens",
         "cached_tokens",
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
         "cost_usd",
     )
     out = [
@@ -166,6 +172,8 @@ async def usage_csv(request: Request, auth: AuthContext = Depends(require_team))
             r.prompt_tokens,
             r.completion_tokens,
             r.cached_tokens,
+            r.cache_write_tokens,
+            r.cache_write_1h_tokens,
             usd_plain(r.cost_micros),
         )
         for r in rows

@@ -72,7 +72,7 @@ def decode_response(body: dict[str, Any]) -> CanonicalResponse:
         stop_reason=stop_reason_from_wire(
             choice.get("finish_reason"), refused=bool(refusal) and not message.get("content")
         ),
-        usage=usage_from_wire(body.get("usage")),
+        usage=usage_from_wire(body.get("usage"), body.get("service_tier")),
         source_protocol=PROTOCOL,
         extras=extras,
     )

@@ -79,7 +79,7 @@ class ChatStreamDecoder:
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
                 self._choice(choice, events)
-        usage = usage_from_wire(chunk.get("usage"))
+        usage = usage_from_wire(chunk.get("usage"), chunk.get("service_tier"))
         if usage is not None:
             events.append(UsageUpdate(usage))
         return events

@@ -1,7 +1,8 @@
 """Chat Completions ``usage`` ↔ canonical `Usage`.
 
 OpenAI ``prompt_tokens`` already includes cached, cache-write, audio and video tokens, and
-``completion_tokens`` includes reasoning tokens, so the mapping is one to one.
+``completion_tokens`` includes reasoning tokens, so the mapping is one to one. The processing tier is
+the completion's (or chunk's) top-level ``service_tier``, beside ``usage``.
 """
 
 from __future__ import annotations
@@ -9,18 +10,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from modelport.core.usage import Usage, as_count, as_optional_count
+from modelport.core.usage import Usage, as_count, as_optional_count, as_tier
 
 
-def usage_from_wire(raw: Any) -> Usage | None:
-    """Canonical usage from a Chat ``usage`` object; None when absent or not an object."""
+def usage_from_wire(raw: Any, tier: object = None) -> Usage | None:
+    """Canonical usage from a Chat ``usage`` object and the top-level ``service_tier`` beside it; None when
+    the usage is absent or not an object."""
     if not isinstance(raw, dict):
         return None
     prompt = raw.get("prompt_tokens_details")
     completion = raw.get("completion_tokens_details")
     if not prompt and not completion:  # absent or null (or empty): no breakdown to read
         return Usage(
-            input_tokens=as_count(raw.get("prompt_tokens")), output_tokens=as_count(raw.get("completion_tokens"))
+            input_tokens=as_count(raw.get("prompt_tokens")),
+            output_tokens=as_count(raw.get("completion_tokens")),
+            service_tier=as_tier(tier),
         )
     prompt = prompt if isinstance(prompt, dict) else {}
     completion = completion if isinstance(completion, dict) else {}
@@ -33,6 +37,7 @@ def usage_from_wire(raw: Any) -> Usage | None:
         audio_input_tokens=as_count(prompt.get("audio_tokens")),
         video_input_tokens=as_count(prompt.get("video_tokens")),
         image_input_tokens=as_count(prompt.get("image_tokens")),
+        service_tier=as_tier(tier),
     )
 
 
@@ -66,7 +71,7 @@ def usage_to_wire(usage: Usage, base: dict[str, Any] | None = None) -> dict[str,
 
 def usage_from_body(body: dict[str, Any]) -> Usage | None:
     """Usage of a non-stream completion body (or of one stream chunk)."""
-    return usage_from_wire(body.get("usage"))
+    return usage_from_wire(body.get("usage"), body.get("service_tier"))
 
 
 class ChatUsageSniffer:
@@ -88,6 +93,6 @@ class ChatUsageSniffer:
         except ValueError:
             return
         if isinstance(chunk, dict):
-            found = usage_from_wire(chunk.get("usage"))
+            found = usage_from_wire(chunk.get("usage"), chunk.get("service_tier"))
             if found is not None:
                 self._usage = found

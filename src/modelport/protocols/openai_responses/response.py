@@ -133,7 +133,7 @@ def decode_response(body: dict[str, Any]) -> CanonicalResponse:
             has_tool_calls=any(isinstance(p, ToolCallPart) for p in content),
             refused=not texts and any(isinstance(p, RefusalPart) for p in content),
         ),
-        usage=usage_from_wire(body.get("usage")),
+        usage=usage_from_wire(body.get("usage"), body.get("service_tier")),
         source_protocol=PROTOCOL,
         extras=extras,
     )

@@ -293,7 +293,7 @@ class ResponsesStreamDecoder:
         output = _list(response.get("output"))
         self._final_reasoning(output, events)
         events.extend(self.close())
-        usage = usage_from_wire(response.get("usage"))
+        usage = usage_from_wire(response.get("usage"), response.get("service_tier"))
         if usage is not None:
             events.append(UsageUpdate(usage))
         status = response.get("status") or _str(payload.get("type")).removeprefix("response.")

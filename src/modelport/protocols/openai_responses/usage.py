@@ -1,7 +1,8 @@
 """Responses ``usage`` ↔ canonical `Usage`.
 
 ``input_tokens`` already includes ``input_tokens_details.cached_tokens`` (and cache writes), and
-``output_tokens`` includes ``output_tokens_details.reasoning_tokens``, as canonical usage expects.
+``output_tokens`` includes ``output_tokens_details.reasoning_tokens``, as canonical usage expects. The
+processing tier is the response's top-level ``service_tier``, beside ``usage``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from modelport.core.usage import Usage, as_count, as_optional_count
+from modelport.core.usage import Usage, as_count, as_optional_count, as_tier
 
 # Terminal events carry the final usage in `response.usage`; no other event has usage.
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -20,8 +21,9 @@ def _details(raw: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def usage_from_wire(raw: Any) -> Usage | None:
-    """Canonical usage from a Responses ``usage`` object; None when absent or not an object."""
+def usage_from_wire(raw: Any, tier: object = None) -> Usage | None:
+    """Canonical usage from a Responses ``usage`` object and the response's ``service_tier``; None when the
+    usage is absent or not an object."""
     if not isinstance(raw, dict):
         return None
     inp = _details(raw, "input_tokens_details")
@@ -34,6 +36,7 @@ def usage_from_wire(raw: Any) -> Usage | None:
         reasoning_tokens=as_optional_count(out.get("reasoning_tokens")),
         audio_input_tokens=as_count(inp.get("audio_tokens")),
         image_input_tokens=as_count(inp.get("image_tokens")),
+        service_tier=as_tier(tier),
     )
 
 
@@ -59,7 +62,7 @@ def usage_from_body(body: dict[str, Any]) -> Usage | None:
     """Usage of a non-stream Response body (or of a terminal stream event carrying ``response``)."""
     if isinstance(body.get("response"), dict) and "usage" not in body:
         body = body["response"]
-    return usage_from_wire(body.get("usage"))
+    return usage_from_wire(body.get("usage"), body.get("service_tier"))
 
 
 class ResponsesUsageSniffer:
@@ -86,6 +89,6 @@ class ResponsesUsageSniffer:
             return
         response = payload.get("response")
         if isinstance(response, dict):
-            found = usage_from_wire(response.get("usage"))
+            found = usage_from_wire(response.get("usage"), response.get("service_tier"))
             if found is not None:
                 self._usage = found

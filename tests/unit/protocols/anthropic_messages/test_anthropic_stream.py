@@ -163,6 +163,8 @@ def test_message_start_carries_input_usage_reported_after_the_upstream_start() -
         "input_tokens": 3,
         "cache_creation_input_tokens": 418,
         "cache_read_input_tokens": 1111,
+        # No breakdown reported: every write is a 5-minute one (what Anthropic's own answers say).
+        "cache_creation": {"ephemeral_5m_input_tokens": 418, "ephemeral_1h_input_tokens": 0},
         "output_tokens": 1,
     }
 
