@@ -38,7 +38,6 @@ from tests.integration.tasks.helpers import (
     create,
     free_port,
     make_team,
-    migrate,
     reap,
     start_worker,
     task_env,
@@ -46,7 +45,7 @@ from tests.integration.tasks.helpers import (
     wait_for,
 )
 from tests.support.catalogs import shipped_with_fake_chat
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 from tests.support.fake_upstream import FakeUpstream, Reply
 from tests.support.server import RunningServer, run_server, server_env
 
@@ -155,7 +154,7 @@ def until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None
 
 def test_deployment_down_and_up_once_across_two_processes_and_retried(tmp_path: Path) -> None:
     async def run() -> None:
-        async with postgres_database() as database_url:
+        async with migrated_postgres_database() as database_url:
             await asyncio.to_thread(_deployment_down_and_up, tmp_path, database_url)
 
     asyncio.run(run())
@@ -179,7 +178,6 @@ def _deployment_down_and_up(tmp_path: Path, database_url: str) -> None:
             "MODELPORT_ALERTS__STORAGE_FREE_PERCENT": "0",
         }
         envs = [alert_env(receiver, database_url, **shared) for _ in range(2)]
-        migrate(tmp_path / "s0", envs[0])
         servers = [stack.enter_context(alert_server(tmp_path / f"s{i}", env)) for i, env in enumerate(envs)]
 
         # Both processes see the failures and take the deployment out of rotation (no deployment left to try).
@@ -231,7 +229,7 @@ def _deployment_down_and_up(tmp_path: Path, database_url: str) -> None:
 
 def test_backlog_and_low_storage_once_then_sent_by_a_worker(tmp_path: Path) -> None:
     async def run() -> None:
-        async with postgres_database() as database_url:
+        async with migrated_postgres_database() as database_url:
             await asyncio.to_thread(_backlog_and_storage, tmp_path, database_url)
 
     asyncio.run(run())
@@ -248,7 +246,6 @@ def _backlog_and_storage(tmp_path: Path, database_url: str) -> None:
         }
         envs = [alert_env(receiver, database_url, **shared) for _ in range(2)]
         data_dir = tmp_path / "data"  # one data directory (one disk, one storage alert) for every process
-        migrate(data_dir, envs[0])
         servers = [stack.enter_context(alert_server(data_dir, env, "--no-workers")) for env in envs]
 
         until(lambda: len(outbox_rows(database_url, "storage.low")) == 1, "storage.low in the outbox")

@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 
-from tests.integration.money.helpers import migrate
 from tests.support.https_origin import HttpsOrigin
 from tests.support.server import RunningServer, run_server
 
@@ -39,10 +38,8 @@ def asset_server(
         "MODELPORT_ADMIN_TOKEN": ADMIN_TOKEN,
         **env,
     }
-    if database_url is not None:
+    if database_url is not None:  # PostgreSQL: at the head of the migrations already (`migrated_postgres_database`)
         extra["MODELPORT_DATABASE_URL"] = database_url
-        if database_url.startswith("postgresql"):
-            migrate(data_dir, extra)
     with run_server(data_dir, "--media-port", str(port), env=extra) as running:
         yield running
 

@@ -12,7 +12,7 @@ import trustme
 
 from tests.integration.assets.helpers import Assets, asset_server, make_team
 from tests.support import media_make as media
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 from tests.support.fake_vendora import API_KEY, FakeVendorA
 from tests.support.https_origin import HttpsOrigin
 
@@ -90,7 +90,7 @@ async def test_vendora_http_backend(origin: HttpsOrigin, tmp_path: Path) -> None
 
 
 async def test_postgres_register_moderate_isolate_delete(origin: HttpsOrigin, tmp_path: Path) -> None:
-    async with postgres_database() as db_url:
+    async with migrated_postgres_database() as db_url:
         with asset_server(tmp_path, origin, database_url=db_url) as server:
             key = make_team(server, "pg-assets", asset_service=True)
             other_key = make_team(server, "pg-other", asset_service=True)

@@ -15,7 +15,7 @@ from sqlalchemy import text
 from modelport.storage.db import create_engine
 from tests.integration.keys.helpers import ADMIN_TOKEN, admin, bearer, keys_server, new_key
 from tests.support.console import ConsoleClient
-from tests.support.databases import BACKENDS, database_url
+from tests.support.databases import BACKENDS, migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.server import RunningServer
 
@@ -33,7 +33,7 @@ class Srv:
 async def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Srv]:
     tmp = tmp_path_factory.mktemp(f"audit-{request.param}")
     with FakeUpstream(Reply.text("answer", usage=Usage(input_tokens=10, output_tokens=100))) as upstream:
-        async with database_url(request.param, tmp) as db_url:
+        async with migrated_database_url(request.param, tmp) as db_url:
             with keys_server(tmp, upstream, db_url) as running:
                 yield Srv(running, db_url)
 

@@ -17,9 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.tasks.helpers import migrate
 from tests.support.console import ConsoleClient, csrf_of
-from tests.support.databases import BACKENDS, postgres_database
+from tests.support.databases import BACKENDS, migrated_postgres_database
 from tests.support.server import RunningServer, run_server
 
 ADMIN_TOKEN = "session-revocation-admin-token-0123456789"
@@ -35,10 +34,9 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             yield running
         return
     loop = asyncio.new_event_loop()
-    database = postgres_database()
+    database = migrated_postgres_database()
     env["MODELPORT_DATABASE_URL"] = loop.run_until_complete(database.__aenter__())
     try:
-        migrate(tmp, env)
         with run_server(tmp, "--workers", "2", env=env) as running:
             yield running
     finally:

@@ -17,8 +17,7 @@ import pytest
 
 from tests.integration.gateway.conftest import ADMIN_TOKEN, CONFIG_TOML, catalog_toml
 from tests.integration.gateway.test_fuzz_openapi import fuzz
-from tests.integration.tasks.helpers import migrate
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.server import RunningServer, run_server
 
@@ -29,7 +28,7 @@ NUL = "a\x00b"
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     tmp = tmp_path_factory.mktemp("pg-door")
     loop = asyncio.new_event_loop()
-    database = postgres_database()
+    database = migrated_postgres_database()
     url = loop.run_until_complete(database.__aenter__())
     try:
         with FakeUpstream() as upstream:
@@ -43,7 +42,6 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServe
                 "MODELPORT_DEMO_BALANCE_USD": "50",
                 "FAKE_UPSTREAM_KEY": "k",
             }
-            migrate(tmp, env)
             with run_server(tmp, env=env) as server:
                 yield server
     finally:

@@ -3,8 +3,6 @@ shipped media models, for the per-key limit tests; admin and key helpers."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,8 +11,9 @@ from typing import Any
 import httpx
 
 from tests.support.catalogs import shipped_with_fake_chat
+from tests.support.databases import migrated_sqlite_file
 from tests.support.fake_upstream import FakeUpstream
-from tests.support.server import RunningServer, run_server, server_env
+from tests.support.server import RunningServer, run_server
 
 ADMIN_TOKEN = "keys-admin-token-0123456789-abcdef"
 # fake/chat: 1 USD input, 2 USD output per million tokens. With the fake's usage of 10 + 100 tokens a request
@@ -52,6 +51,9 @@ concurrent_requests = 1000
 
 @contextmanager
 def keys_server(tmp: Path, upstream: FakeUpstream, db_url: str, *args: str, **env: str) -> Iterator[RunningServer]:
+    """`serve` on `db_url`: a PostgreSQL database must be at the head of the migrations already (use
+    `migrated_database_url` / `migrated_postgres_database`); a SQLite file that does not exist yet starts as a
+    copy of the migrated template."""
     tmp.mkdir(parents=True, exist_ok=True)
     catalog = tmp / "catalog.toml"
     catalog.write_text(
@@ -74,15 +76,9 @@ deployments = [{{ kind = "openai_chat", base_url = "{upstream.base_url}/v1", mod
         "FAKE_KEY": "k",
         **env,
     }
-    if db_url.startswith("postgresql"):  # serve on PostgreSQL needs the schema migrated first
-        migrated = subprocess.run(
-            [sys.executable, "-m", "modelport", "migrate"],
-            env=server_env(tmp, **server_vars),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert migrated.returncode == 0, migrated.stderr
+    sqlite_file = Path(db_url.removeprefix("sqlite+aiosqlite:///"))
+    if db_url.startswith("sqlite+aiosqlite:///") and not sqlite_file.exists():
+        migrated_sqlite_file(sqlite_file)  # a copy of the migrated template: the start skips the migration run
     with run_server(tmp, *args, env=server_vars) as running:
         yield running
 

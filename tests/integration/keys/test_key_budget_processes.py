@@ -15,7 +15,7 @@ import httpx
 import redis
 
 from tests.integration.keys.helpers import CHAT, COST_MICROS, admin, bearer, keys_server, new_key, new_team
-from tests.support.databases import database_url
+from tests.support.databases import migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.server import RunningServer
 
@@ -33,7 +33,7 @@ async def test_200_concurrent_requests_over_two_processes_admit_what_the_key_may
     redis.Redis.from_url(REDIS_URL, socket_connect_timeout=5).ping()  # fail loudly if Redis is missing
     env = {"MODELPORT_REDIS_URL": REDIS_URL, "MODELPORT_RATELIMIT_PREFIX": "mp-test-" + secrets.token_hex(4)}
     with FakeUpstream(Reply.text("answer", usage=Usage(input_tokens=10, output_tokens=100), delay=0.05)) as up:
-        async with database_url("postgres", tmp_path) as db_url:
+        async with migrated_database_url("postgres", tmp_path) as db_url:
             with (
                 keys_server(tmp_path / "a", up, db_url, **env) as first,
                 keys_server(tmp_path / "b", up, db_url, **env) as second,
@@ -76,7 +76,7 @@ async def test_200_concurrent_requests_over_two_processes_admit_what_the_key_may
 async def test_a_limit_change_reaches_every_worker_within_the_cache_bound(tmp_path: Path) -> None:
     cache_seconds = 1.0
     with FakeUpstream(Reply.text("answer", usage=Usage(input_tokens=10, output_tokens=100))) as up:
-        async with database_url("sqlite", tmp_path) as db_url:
+        async with migrated_database_url("sqlite", tmp_path) as db_url:
             with keys_server(
                 tmp_path, up, db_url, "--workers", "2", MODELPORT_AUTH_CACHE_SECONDS=str(cache_seconds)
             ) as srv:

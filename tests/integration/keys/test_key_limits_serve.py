@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.integration.keys.helpers import CHAT, COST_MICROS, admin, bearer, keys_server, new_key, new_team
-from tests.support.databases import BACKENDS, database_url
+from tests.support.databases import BACKENDS, migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.server import RunningServer
 
@@ -21,7 +21,7 @@ SKETCH = {"prompt": "a cat"}
 async def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningServer]:
     tmp = tmp_path_factory.mktemp(f"keys-{request.param}")
     with FakeUpstream(Reply.text("answer", usage=Usage(input_tokens=10, output_tokens=100))) as upstream:
-        async with database_url(request.param, tmp) as db_url:
+        async with migrated_database_url(request.param, tmp) as db_url:
             with keys_server(tmp, upstream, db_url) as running:
                 yield running
 

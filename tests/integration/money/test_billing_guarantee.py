@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.money.helpers import admin, migrate, server, team_with_key, write_config
-from tests.support.databases import BACKENDS, database_url
+from tests.integration.money.helpers import admin, server, team_with_key, write_config
+from tests.support.databases import BACKENDS, migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 
 # 10 input + 100 output tokens at 1 and 2 USD per million tokens: 210 micro-USD a request.
@@ -23,10 +23,8 @@ BALANCE_MICROS = 20 * COST_MICROS + 105  # about 20 requests' worth
 async def test_concurrent_requests_cannot_overspend(backend: str, tmp_path: Path) -> None:
     with FakeUpstream(Reply.text("answer", usage=Usage(input_tokens=10, output_tokens=100), delay=0.05)) as up:
         env = write_config(tmp_path, up)
-        async with database_url(backend, tmp_path) as db_url:
+        async with migrated_database_url(backend, tmp_path) as db_url:
             env["MODELPORT_DATABASE_URL"] = db_url
-            if backend == "postgres":
-                migrate(tmp_path, env)
             with server(tmp_path, env) as running:
                 key = team_with_key(running, "spender", f"{BALANCE_MICROS / 1_000_000:.6f}")
                 body = {"model": "fake/priced", "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]}

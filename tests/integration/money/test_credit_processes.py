@@ -14,8 +14,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from tests.integration.money.helpers import admin, migrate, server, team_with_key, write_config
-from tests.support.databases import BACKENDS, database_url
+from tests.integration.money.helpers import admin, server, team_with_key, write_config
+from tests.support.databases import BACKENDS, migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.server import RunningServer, run_server, worker_pids
 
@@ -62,10 +62,8 @@ async def test_money_frozen_by_a_killed_process_comes_back_within_the_sweep_inte
 ) -> None:
     with FakeUpstream(Reply.text("late", usage=Usage(input_tokens=10, output_tokens=100), delay=10)) as up:
         env = {**write_config(tmp_path, up), **FAST_LEASES}
-        async with database_url(backend, tmp_path) as db_url:
+        async with migrated_database_url(backend, tmp_path) as db_url:
             env["MODELPORT_DATABASE_URL"] = db_url
-            if backend == "postgres":
-                migrate(tmp_path, env)
             with server(tmp_path, env) as survivor, run_server(tmp_path, env=env) as victim:
                 key = team_with_key(survivor, "crash", "1")
                 auth = {"Authorization": f"Bearer {key}"}

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import redis
 
-from tests.integration.money.helpers import admin, migrate, server, team_with_key, write_config
-from tests.support.databases import database_url
+from tests.integration.money.helpers import admin, server, team_with_key, write_config
+from tests.support.databases import migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 
 REDIS_URL = os.environ.get("MODELPORT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -27,9 +27,8 @@ async def test_two_processes_refuse_nothing_the_team_can_pay(tmp_path: Path) -> 
     with FakeUpstream(Reply.text("answer", usage=Usage(input_tokens=10, output_tokens=100), delay=0.05)) as up:
         env = write_config(tmp_path, up)
         env.update({"MODELPORT_REDIS_URL": REDIS_URL, "MODELPORT_RATELIMIT_PREFIX": "mp-test-" + secrets.token_hex(4)})
-        async with database_url("postgres", tmp_path) as db_url:
+        async with migrated_database_url("postgres", tmp_path) as db_url:
             env["MODELPORT_DATABASE_URL"] = db_url
-            migrate(tmp_path, env)
             with server(tmp_path, env) as first, server(tmp_path, env) as second:
                 key = team_with_key(first, "pair", f"{BALANCE_MICROS / 1_000_000:.6f}")
                 body = {"model": "fake/priced", "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]}

@@ -17,8 +17,8 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tests.integration.money.helpers import CONFIG_TOML, admin, migrate, server, team_with_key
-from tests.support.databases import BACKENDS, database_url
+from tests.integration.money.helpers import CONFIG_TOML, admin, server, team_with_key
+from tests.support.databases import BACKENDS, migrated_database_url
 from tests.support.fake_upstream import ServerThread
 
 MODEL_MAX = 100  # the catalog's max_output_tokens of every model here
@@ -157,10 +157,8 @@ async def test_overdraw_stays_within_the_documented_bound(tmp_path: Path, input_
     upstream.server.start()
     try:
         env = _config(tmp_path, upstream)
-        async with database_url(backend, tmp_path) as db_url:
+        async with migrated_database_url(backend, tmp_path) as db_url:
             env["MODELPORT_DATABASE_URL"] = db_url
-            if backend == "postgres":
-                migrate(tmp_path, env)
             await _run_cases(tmp_path, env, input_tokens)
         # Teams with credit for the model's maximum got no cap on the fast paths (the translated Messages
         # upstream needs one: the maximum); the last requests of a team short of it got what it covered.

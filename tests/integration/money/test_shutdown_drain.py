@@ -12,8 +12,8 @@ from sqlalchemy import func, select
 
 from modelport.storage.db import create_engine
 from modelport.storage.tables import ledger_entries, request_logs, teams
-from tests.integration.money.helpers import migrate, server, team_with_key, write_config
-from tests.support.databases import BACKENDS, database_url
+from tests.integration.money.helpers import server, team_with_key, write_config
+from tests.support.databases import BACKENDS, migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 
 IN_FLIGHT = 40
@@ -24,10 +24,8 @@ async def test_sigterm_drains_logs_and_charges(backend: str, tmp_path: Path) -> 
     slow = Reply.text("slow answer", usage=Usage(input_tokens=10, output_tokens=20), delay=3.0, chunk_delay=0.05)
     with FakeUpstream(slow) as up:
         env = write_config(tmp_path, up)
-        async with database_url(backend, tmp_path) as db_url:
+        async with migrated_database_url(backend, tmp_path) as db_url:
             env["MODELPORT_DATABASE_URL"] = db_url
-            if backend == "postgres":
-                migrate(tmp_path, env)
             with server(tmp_path, env) as running:
                 key = team_with_key(running, "drained", "5")
                 headers = {"Authorization": f"Bearer {key}"}

@@ -29,13 +29,12 @@ from tests.integration.tasks.helpers import (
     create,
     free_port,
     make_team,
-    migrate,
     task_env,
     task_server,
     wait_ended,
     wait_for,
 )
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 from tests.support.server import RunningServer
 
 IMAGE = {"prompt": "a lighthouse", "width": 256, "height": 256}  # local/sketch-image: 0.002 USD
@@ -43,7 +42,7 @@ IMAGE = {"prompt": "a lighthouse", "width": 256, "height": 256}  # local/sketch-
 
 def test_each_event_once_per_crossing_across_two_processes(tmp_path: Path) -> None:
     async def run() -> None:
-        async with postgres_database() as database_url:
+        async with migrated_postgres_database() as database_url:
             await asyncio.to_thread(_scenario, tmp_path, database_url)
 
     asyncio.run(run())
@@ -88,7 +87,6 @@ def _scenario(tmp_path: Path, database_url: str) -> None:
             "MODELPORT_TASKS__KEY_EXPIRY_CHECK_SECONDS": "0.5",
         }
         envs = [task_env(receiver, free_port(), **shared) for _ in range(2)]
-        migrate(tmp_path / "migrate", envs[0])
         a, b = (stack.enter_context(task_server(tmp_path / f"s{i}", env)) for i, env in enumerate(envs))
 
         team = make_team(a, "notified", topup_usd="0.01")  # 5 images

@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 from sqlalchemy.engine import make_url
 
-from tests.support.databases import postgres_admin_url, postgres_database
-from tests.support.server import RunningServer, run_server, server_env
+from tests.support.databases import migrated_postgres_database, postgres_admin_url
+from tests.support.server import RunningServer, run_server
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -37,33 +37,38 @@ def _ready_eventually(url: str, status: int, timeout: float = 10) -> dict[str, A
         time.sleep(0.2)
 
 
-def test_alive_and_ready_on_both_hosts_without_credentials(tmp_path: Path) -> None:
-    with run_server(tmp_path) as server:
-        for base in _hosts(server):
-            r = httpx.get(base + "/healthz")
-            assert (r.status_code, r.json()) == (200, {"status": "alive"})
-            r = httpx.get(base + "/readyz")
-            assert r.status_code == 200, r.text
-            assert r.json() == {
-                "status": "ready",
-                "checks": {"database": "ok", "migrations": "ok", "storage": "ok", "redis": "not configured"},
-            }
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """One plain server for the tests that only read (the others change its database or stop it)."""
+    with run_server(tmp_path_factory.mktemp("health")) as running:
+        yield running
 
 
-def test_openapi_documents_the_real_health_responses(tmp_path: Path) -> None:
-    with run_server(tmp_path) as server:
-        for base in _hosts(server):
-            doc = httpx.get(base + "/openapi.json").json()
-            ready = doc["paths"]["/readyz"]["get"]
-            assert "security" not in ready and "401" not in ready["responses"]
-            for status in ("200", "503"):
-                schema = ready["responses"][status]["content"]["application/json"]["schema"]
-                assert schema == {"$ref": "#/components/schemas/Readiness"}
-            readiness = doc["components"]["schemas"]["Readiness"]
-            assert readiness["properties"]["status"]["enum"] == ["ready", "not ready", "draining"]
-            alive = doc["paths"]["/healthz"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
-            assert alive == {"$ref": "#/components/schemas/Liveness"}
-            assert "401" not in doc["paths"]["/healthz"]["get"]["responses"]
+def test_alive_and_ready_on_both_hosts_without_credentials(server: RunningServer) -> None:
+    for base in _hosts(server):
+        r = httpx.get(base + "/healthz")
+        assert (r.status_code, r.json()) == (200, {"status": "alive"})
+        r = httpx.get(base + "/readyz")
+        assert r.status_code == 200, r.text
+        assert r.json() == {
+            "status": "ready",
+            "checks": {"database": "ok", "migrations": "ok", "storage": "ok", "redis": "not configured"},
+        }
+
+
+def test_openapi_documents_the_real_health_responses(server: RunningServer) -> None:
+    for base in _hosts(server):
+        doc = httpx.get(base + "/openapi.json").json()
+        ready = doc["paths"]["/readyz"]["get"]
+        assert "security" not in ready and "401" not in ready["responses"]
+        for status in ("200", "503"):
+            schema = ready["responses"][status]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/Readiness"}
+        readiness = doc["components"]["schemas"]["Readiness"]
+        assert readiness["properties"]["status"]["enum"] == ["ready", "not ready", "draining"]
+        alive = doc["paths"]["/healthz"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert alive == {"$ref": "#/components/schemas/Liveness"}
+        assert "401" not in doc["paths"]["/healthz"]["get"]["responses"]
 
 
 def test_readyz_fails_when_migrations_are_behind_and_passes_when_ahead(tmp_path: Path) -> None:
@@ -92,17 +97,7 @@ def test_readyz_fails_when_migrations_are_behind_and_passes_when_ahead(tmp_path:
 
 def test_readyz_fails_when_the_database_is_unreachable_postgres_and_redis(tmp_path: Path) -> None:
     async def scenario() -> None:
-        async with postgres_database() as url:
-            env = server_env(tmp_path, MODELPORT_DATABASE_URL=url, MODELPORT_REDIS_URL=REDIS_URL)
-            migrated = await asyncio.to_thread(
-                subprocess.run,
-                [sys.executable, "-m", "modelport", "migrate"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            assert migrated.returncode == 0, migrated.stderr
+        async with migrated_postgres_database() as url:
             with run_server(tmp_path, MODELPORT_DATABASE_URL=url, MODELPORT_REDIS_URL=REDIS_URL) as server:
                 ok = await asyncio.to_thread(_ready_eventually, server.text_url, 200)
                 assert ok["checks"] == {"database": "ok", "migrations": "ok", "storage": "ok", "redis": "ok"}

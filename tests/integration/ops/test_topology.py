@@ -45,13 +45,12 @@ from tests.integration.tasks.helpers import (
     free_port,
     ledger_report,
     make_team,
-    migrate,
     task_server,
     wait_ended,
     wait_for,
 )
 from tests.support.catalogs import shipped_with_fake_chat
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.s3 import moto_s3
 from tests.support.server import RunningServer, server_env
@@ -82,7 +81,7 @@ CHAT = {"model": "fake/chat", "messages": [{"role": "user", "content": "Hi"}]}
 
 def test_two_servers_two_workers_share_everything_and_survive_a_kill(tmp_path: Path) -> None:
     async def run() -> None:
-        async with postgres_database() as database_url:
+        async with migrated_postgres_database() as database_url:
             await asyncio.to_thread(_topology, tmp_path, database_url)
 
     asyncio.run(run())
@@ -211,7 +210,6 @@ def _topology(tmp_path: Path, database_url: str) -> None:
         }
         ports = [free_port(), free_port()]
         envs = [{**shared, "MODELPORT_PUBLIC_MEDIA_URL": f"http://127.0.0.1:{port}"} for port in ports]
-        migrate(tmp_path / "migrate", envs[0])
         # The four processes start at once, as they would on four machines.
         with ThreadPoolExecutor(max_workers=4) as pool:
             servers = [

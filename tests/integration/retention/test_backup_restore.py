@@ -32,13 +32,12 @@ from tests.integration.tasks.helpers import (
     create,
     free_port,
     make_team,
-    migrate,
     task_env,
     task_server,
     wait_ended,
 )
 from tests.support import media_make
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database, postgres_database
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.server import server_env
 
@@ -116,7 +115,6 @@ def setup(tmp_path: Path, upstream: FakeUpstream, database_url: str | None, data
     )
     if database_url is not None:
         env["MODELPORT_DATABASE_URL"] = database_url
-        migrate(data_dir, env)
     return env
 
 
@@ -212,7 +210,7 @@ def test_backup_under_load_and_restore_on_sqlite(tmp_path: Path) -> None:
 
 def test_backup_under_load_and_restore_on_postgres(tmp_path: Path) -> None:
     async def on_postgres() -> None:
-        async with postgres_database() as url, postgres_database() as restored:
+        async with migrated_postgres_database() as url, postgres_database() as restored:
             await asyncio.to_thread(run, tmp_path, url, restored)
 
     asyncio.run(on_postgres())

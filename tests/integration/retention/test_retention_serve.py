@@ -30,14 +30,13 @@ from tests.integration.tasks.helpers import (
     create,
     free_port,
     make_team,
-    migrate,
     task_env,
     task_server,
     wait_ended,
     wait_for,
 )
 from tests.support.console import ConsoleClient
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.server import RunningServer
 
@@ -186,7 +185,6 @@ def run(tmp_path: Path, database_url: str | None) -> None:
         )
         if database_url is not None:
             env["MODELPORT_DATABASE_URL"] = database_url
-            migrate(data_dir, env)
         url = database_url or f"sqlite+aiosqlite:///{data_dir / 'modelport.db'}"
         with task_server(data_dir, env) as server:
             short = make_team(server, "short", topup_usd="5")
@@ -293,7 +291,7 @@ def test_retention_on_sqlite(tmp_path: Path) -> None:
 
 def test_retention_on_postgres(tmp_path: Path) -> None:
     async def on_postgres() -> None:
-        async with postgres_database() as url:
+        async with migrated_postgres_database() as url:
             await asyncio.to_thread(run, tmp_path, url)
 
     asyncio.run(on_postgres())

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.tasks.helpers import free_port, make_team, migrate, task_env, task_server
-from tests.support.databases import postgres_database
+from tests.integration.tasks.helpers import free_port, make_team, task_env, task_server
+from tests.support.databases import migrated_postgres_database
 
 REDIS_URL = os.environ.get("MODELPORT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -29,7 +29,7 @@ REDIS_URL = os.environ.get("MODELPORT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0
 def test_stream_of_a_task_run_by_another_process(backend: str, tmp_path: Path) -> None:
     async def run() -> None:
         if backend == "postgres":
-            async with postgres_database() as url:
+            async with migrated_postgres_database() as url:
                 await asyncio.to_thread(_stream_across_processes, tmp_path, {"MODELPORT_DATABASE_URL": url})
         else:
             env = {"MODELPORT_REDIS_URL": REDIS_URL, "MODELPORT_RATELIMIT_PREFIX": "mp-" + secrets.token_hex(4)}
@@ -47,8 +47,6 @@ def _stream_across_processes(tmp_path: Path, backend_env: dict[str, str]) -> Non
         MODELPORT_TASKS__EVENTS_KEEPALIVE_SECONDS="1",
         **backend_env,
     )
-    if "MODELPORT_DATABASE_URL" in front_env:
-        migrate(tmp_path, front_env)
     with ExitStack() as stack:
         front = stack.enter_context(task_server(tmp_path, front_env))
         team = make_team(front, "watchers", topup_usd="10")

@@ -26,12 +26,11 @@ from tests.integration.tasks.helpers import (
     free_port,
     ledger_report,
     make_team,
-    migrate,
     task_env,
     task_server,
 )
 from tests.integration.tasks.serve_calls import funded_team
-from tests.support.databases import database_url
+from tests.support.databases import migrated_database_url
 from tests.support.https_origin import HttpsOrigin
 from tests.support.media_make import image
 from tests.support.server import RunningServer
@@ -258,7 +257,8 @@ def _ctype(request: httpx.Request) -> dict[str, str]:
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_concurrent_duplicates_across_two_workers_create_one_task(backend: str, tmp_path: Path) -> None:
     async def run() -> None:
-        async with database_url(backend, tmp_path / "db") as url:
+        (tmp_path / "db").mkdir()
+        async with migrated_database_url(backend, tmp_path / "db") as url:
             await asyncio.to_thread(_duplicates, tmp_path, url)
 
     asyncio.run(run())
@@ -267,8 +267,6 @@ def test_concurrent_duplicates_across_two_workers_create_one_task(backend: str, 
 def _duplicates(tmp_path: Path, url: str) -> None:
     env = task_env(None, free_port(), MODELPORT_DATABASE_URL=url)
     (tmp_path / "db").mkdir(exist_ok=True)
-    if url.startswith("postgresql"):
-        migrate(tmp_path, env)
     with task_server(tmp_path, env, "--workers", "2") as server:
         team = make_team(server, "burst", topup_usd="1")
         headers = {**team.headers, "Idempotency-Key": "same-for-all"}

@@ -16,11 +16,10 @@ from tests.integration.tasks.helpers import (
     free_port,
     ledger_report,
     make_team,
-    migrate,
     task_env,
     task_server,
 )
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 
 CONFIG = """
 [[tiers]]
@@ -50,7 +49,6 @@ def run_burst(tmp_path: Path, database_url: str | None) -> None:
     env = task_env(None, free_port(), MODELPORT_CONFIG=str(config))
     if database_url is not None:
         env["MODELPORT_DATABASE_URL"] = database_url
-        migrate(tmp_path, env)
     with task_server(tmp_path / "data", env, "--no-workers") as server:
         team = make_team(server, "bursty", topup_usd=str(20 * PRICE_MICROS / 1_000_000))
         codes = asyncio.run(burst(server.media_url, team.key))
@@ -69,7 +67,7 @@ def test_200_concurrent_creations_over_http(tmp_path: Path, backend: str) -> Non
         return
 
     async def on_postgres() -> None:
-        async with postgres_database() as url:
+        async with migrated_postgres_database() as url:
             await asyncio.to_thread(run_burst, tmp_path, url)
 
     asyncio.run(on_postgres())

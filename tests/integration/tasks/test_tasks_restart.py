@@ -21,7 +21,6 @@ from tests.integration.tasks.helpers import (
     free_port,
     ledger_report,
     make_team,
-    migrate,
     reap,
     start_worker,
     task_env,
@@ -29,7 +28,7 @@ from tests.integration.tasks.helpers import (
     wait_ended,
     wait_for,
 )
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 from tests.support.server import RunningServer
 
 BODY = {"prompt": "a storm over the harbour", "width": 1280, "height": 1280, "n": 2}
@@ -84,7 +83,7 @@ def test_sigkill_serve_with_tasks_queued_and_running(tmp_path: Path) -> None:
 
 def test_sigkill_a_worker_on_postgresql(tmp_path: Path) -> None:
     async def run() -> None:
-        async with postgres_database() as database_url:
+        async with migrated_postgres_database() as database_url:
             await asyncio.to_thread(_worker_crash, tmp_path, database_url)
 
     asyncio.run(run())
@@ -95,7 +94,6 @@ def _worker_crash(tmp_path: Path, database_url: str) -> None:
         env = task_env(
             receiver, free_port(), MODELPORT_DATABASE_URL=database_url, MODELPORT_TASKS__WORKER_CONCURRENCY="2"
         )
-        migrate(tmp_path, env)
         with task_server(tmp_path, env, "--no-workers") as server:
             team = make_team(server, "pg-crashers", topup_usd="1000")
             ids = [create(server, team, BODY, webhook=receiver.url()).json()["data"]["task_id"] for _ in range(5)]

@@ -29,7 +29,6 @@ from tests.integration.tasks.helpers import (
     free_port,
     ledger_report,
     make_team,
-    migrate,
     reap,
     start_worker,
     task_env,
@@ -37,7 +36,7 @@ from tests.integration.tasks.helpers import (
     wait_ended,
     wait_for,
 )
-from tests.support.databases import postgres_database
+from tests.support.databases import migrated_postgres_database
 from tests.support.s3 import moto_s3
 
 TIER1_LIMIT = 5  # a single top-up of 10 USD moves a team to tier1: 5 unfinished media tasks
@@ -46,7 +45,7 @@ TASKS = 12
 
 def test_two_servers_and_two_workers_share_the_work(tmp_path: Path) -> None:
     async def run() -> None:
-        async with postgres_database() as database_url:
+        async with migrated_postgres_database() as database_url:
             await asyncio.to_thread(_scale_out, tmp_path, database_url)
 
     asyncio.run(run())
@@ -87,7 +86,6 @@ def _scale_out(tmp_path: Path, database_url: str) -> None:
             )
             for _ in range(2)
         ]
-        migrate(tmp_path, envs[0])
         servers = [stack.enter_context(task_server(tmp_path / f"s{i}", env)) for i, env in enumerate(envs)]
         workers = [start_worker(tmp_path / "w", envs[0]) for _ in range(2)]
         try:
