@@ -58,20 +58,12 @@ pytest_stage() {
 
 stage "install" install
 if [ "${MODELPORT_TEST_SKIP_CHECKS:-0}" != 1 ]; then
-  # The guard counts instructions under valgrind (one core; the count does not depend on the machine's
-  # load), so it runs beside lint and types, which use the other; its output is shown when it ends.
-  mkdir -p test-artifacts
-  guard_begin=$SECONDS
-  guard >test-artifacts/instr-guard.log 2>&1 &
-  guard_pid=$!
   stage "ruff (lint and format), import layers (lint-imports)" lint
   stage "mypy (strict): src, tests, bench" types
-  echo "==> instruction-count guard: modelport / bare proxy per request (bench/instr_guard.py, begun beside lint)"
-  guard_code=0
-  wait "$guard_pid" || guard_code=$?
-  cat test-artifacts/instr-guard.log
-  echo "==> instruction-count guard: exit $guard_code in $((SECONDS - guard_begin)) s (the run so far: $((SECONDS - started)) s)"
-  [ "$guard_code" -eq 0 ]
+  # Alone, not beside lint and types: the count moves with the machine's load (its servers' timers land in
+  # the counted window more often when they run slower), ~8 % on a loaded machine (measured: 3.35 against
+  # 3.09 recorded for the same commit), most of the guard's 10 %.
+  stage "instruction-count guard: modelport / bare proxy per request (bench/instr_guard.py)" guard
 fi
 
 mkdir -p test-artifacts
