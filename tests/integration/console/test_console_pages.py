@@ -23,13 +23,16 @@ def teams(console_server: ConsoleServer) -> tuple[Team, Team]:
 @pytest.fixture(scope="module")
 def requests_of_a(console_server: ConsoleServer, teams: tuple[Team, Team]) -> list[str]:
     """Two requests by team A (one with an end user id), in the log once the writer has flushed."""
-    a = teams[0]
+    return two_logged_requests(console_server, teams[0])
+
+
+def two_logged_requests(console_server: ConsoleServer, team: Team) -> list[str]:
     ids = []
     for user in (None, "end-user-0001"):
-        r = console_server.chat(a.key, "hello from a", user=user)
+        r = console_server.chat(team.key, "hello from a", user=user)
         assert r.status_code == 200, r.text
         ids.append(r.headers["x-request-id"])
-    client = signed_in(console_server, a)
+    client = signed_in(console_server, team)
     try:
         wait_for(lambda: all(i in client.get("/logs").text for i in ids), "both requests in the log page")
     finally:
@@ -102,18 +105,26 @@ def test_logs_filters_detail_and_csv(client_a: ConsoleClient, requests_of_a: lis
     assert (row["cache_write_tokens"], row["cache_write_1h_tokens"], row["price_tier"]) == ("0", "0", "standard")
 
 
-def test_usage_from_the_rollups(client_a: ConsoleClient, teams: tuple[Team, Team], requests_of_a: list[str]) -> None:
-    page = client_a.get("/usage").text
-    assert MODEL in page and "$0.040000" in page  # two requests
-    assert 'data-chart id="chart-spend-model"' in page and '"label": "fake/priced"' in page
-    rows = list(csv.DictReader(io.StringIO(client_a.get("/usage.csv").text)))
-    mine = [r for r in rows if r["model"] == MODEL]
-    assert sum(int(r["requests"]) for r in mine) == 2
-    assert {r["key_id"] for r in mine} == {teams[0].key_id}
-    assert sum(int(r["prompt_tokens"]) for r in mine) == 20
-    assert {(r["cache_write_tokens"], r["cache_write_1h_tokens"]) for r in mine} == {("0", "0")}
-    overview = client_a.get("/").text
-    assert "2 requests" in overview and "$20.00" not in overview  # 20 USD less what was spent
+def test_usage_from_the_rollups(console_server: ConsoleServer) -> None:
+    # A team of its own with exactly two requests: team A's count depends on which other tests ran first
+    # (the live tail and the key tests make requests as team A; the order is random).
+    team = console_server.team("pages-usage")
+    two_logged_requests(console_server, team)
+    client = signed_in(console_server, team)
+    try:
+        page = client.get("/usage").text
+        assert MODEL in page and "$0.040000" in page  # two requests
+        assert 'data-chart id="chart-spend-model"' in page and '"label": "fake/priced"' in page
+        rows = list(csv.DictReader(io.StringIO(client.get("/usage.csv").text)))
+        mine = [r for r in rows if r["model"] == MODEL]
+        assert sum(int(r["requests"]) for r in mine) == 2
+        assert {r["key_id"] for r in mine} == {team.key_id}
+        assert sum(int(r["prompt_tokens"]) for r in mine) == 20
+        assert {(r["cache_write_tokens"], r["cache_write_1h_tokens"]) for r in mine} == {("0", "0")}
+        overview = client.get("/").text
+        assert "2 requests" in overview and "$20.00" not in overview  # 20 USD less what was spent
+    finally:
+        client.close()
 
 
 def test_live_tail_streams_new_requests(

@@ -157,21 +157,24 @@ def test_count_tokens_is_exact_from_an_anthropic_upstream(gw: Gateway) -> None:
     assert counted.input_tokens == r.json()["input_tokens"]
 
 
-def _team_money(gw: Gateway) -> Decimal:
+def _team_money(gw: Gateway, key: str) -> Decimal:
     """Available plus frozen: unchanged by a reservation being returned, changed by any charge."""
-    data = gw.balance(gw.key)
+    data = gw.balance(key)
     return Decimal(str(data["available_balance"])) + Decimal(str(data["frozen_balance"]))
 
 
 def test_count_tokens_estimates_for_other_upstreams_and_is_not_billed(gw: Gateway) -> None:
-    before = _team_money(gw)
-    small = post(gw, "/v1/messages/count_tokens", {**COUNT_BODY, "model": "fake/chat"}).json()
+    # A team of its own: the module's shared key may still be settling a request an earlier test made
+    # (settlement runs after the answer's last byte), which would move its balance during this test.
+    key = gw.new_team("count-tokens-not-billed")
+    before = _team_money(gw, key)
+    small = post(gw, "/v1/messages/count_tokens", {**COUNT_BODY, "model": "fake/chat"}, key=key).json()
     bigger = {**COUNT_BODY, "messages": [{"role": "user", "content": "word " * 400}]}
-    large = post(gw, "/v1/messages/count_tokens", {**bigger, "model": "fake/responses"}).json()
+    large = post(gw, "/v1/messages/count_tokens", {**bigger, "model": "fake/responses"}, key=key).json()
     assert small["estimated"] is True and large["estimated"] is True
     assert 0 < small["input_tokens"] < large["input_tokens"]
     assert gw.upstream.requests == []  # nothing was sent upstream
-    assert _team_money(gw) == before
+    assert _team_money(gw, key) == before
 
 
 @pytest.mark.local_model
