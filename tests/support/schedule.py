@@ -51,6 +51,11 @@ def _find(table: dict[str, str], nodeid: str) -> str | None:
     return next((reason for prefix, reason in table.items() if nodeid.startswith(prefix)), None)
 
 
+def serial_files() -> list[str]:
+    """The test files that hold serial tests: what the serial stage of scripts/test.sh collects."""
+    return sorted({prefix.split("::", 1)[0] for prefix in SERIAL})
+
+
 def is_serial(nodeid: str) -> bool:
     return _find(SERIAL, nodeid) is not None
 
