@@ -58,9 +58,10 @@ def balance(server: RunningServer, team: Team) -> dict[str, float]:
     return data
 
 
-def test_task_lifecycle_real_pngs_balance_and_signed_webhook(
-    server: RunningServer, team: Team, receiver: WebhookReceiver
-) -> None:
+def test_task_lifecycle_real_pngs_balance_and_signed_webhook(server: RunningServer, receiver: WebhookReceiver) -> None:
+    # A team of its own: the team-wide checks below (frozen 0, the ledger summing to the balance) would see a
+    # task another test left running on the module's shared team (the order is random).
+    team = make_team(server, "lifecycle", topup_usd="1000")
     before = balance(server, team)
     created = create(
         server,
