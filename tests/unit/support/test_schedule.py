@@ -19,12 +19,12 @@ def test_every_entry_names_an_existing_file_or_test(entry: str) -> None:
     target = REPO_ROOT / path
     assert target.exists(), f"{path} does not exist"
     if name:
-        assert re.search(rf"^(async )?def {re.escape(name)}\(", target.read_text(), re.MULTILINE), entry
+        assert re.search(rf"^(async )?def {re.escape(name)}\w*\(", target.read_text(), re.MULTILINE), entry
 
 
-def test_serial_wins_over_heavy_and_serial_files_cover_every_serial_entry() -> None:
-    both = "tests/unit/upstreams/test_local_model.py::test_close_cancels_a_running_generation"
-    assert schedule.is_serial(both) and schedule.is_heavy(both)  # tests/conftest.py checks serial first
+def test_serial_files_cover_every_serial_entry_and_nothing_is_both() -> None:
+    # tests/conftest.py checks serial first, so an entry in both tables would silently lose its heavy mark.
+    assert not set(schedule.SERIAL) & set(schedule.HEAVY)
     files = schedule.serial_files()
     assert all(any(entry.startswith(f) for f in files) for entry in schedule.SERIAL)
     assert not schedule.is_serial("tests/unit/support/test_schedule.py::test_serial_wins_over_heavy")
