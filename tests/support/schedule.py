@@ -26,6 +26,9 @@ SERIAL: dict[str, str] = {
     ),
     "tests/unit/support/test_bench_fake_upstream.py": "192 requests answered in parallel within 8 s",
     "tests/integration/tasks/test_tasks_restart.py": "a SIGKILLed server's tasks finish after a restart (CI stall)",
+    "tests/integration/conformance_gateway/test_local_model_e2e.py": (
+        "llama.cpp's two threads wait on each other at every token: beside a parallel worker a test took 35-50 s"
+    ),
     "tests/integration/money/test_credit_processes.py": "a killed worker's holds come back within lease + sweep + 5 s",
     "tests/integration/ops/test_health_serve.py::test_readyz_answers_draining": "5 requests within the 8 s drain",
     "tests/integration/test_ratelimit_redis_crossprocess.py": (
@@ -47,7 +50,6 @@ HEAVY: dict[str, str] = {
     "tests/integration/tasks/test_style_transfer_serve.py": "ONNX style transfer",
     "tests/integration/tasks/test_render_pool_serve.py": "video renders in a process pool",
     "tests/integration/tasks/test_render_process_serve.py": "video renders in a process pool",
-    "tests/integration/conformance_gateway/test_local_model_e2e.py": "the embedded llama.cpp model",
 }
 
 
