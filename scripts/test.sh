@@ -22,24 +22,42 @@ stage() {  # stage NAME COMMAND...: run it, print how long it took, return its e
 }
 
 # Each step function chains its commands with && : `stage` runs it in a || context, where set -e is off.
+# The three side installs (npm; apt-get, one at a time for dpkg's lock) run beside pip's, each into its own
+# log printed when it ends: they wait on the network, not on the CPU, so the stage takes the longest one.
+side_install() {  # side_install LOG SCRIPT...: run the scripts in turn, output into LOG
+  local log=$1 script
+  shift
+  for script in "$@"; do bash "$script" >>"$log" 2>&1 || return 1; done
+}
 install() {
-  bash scripts/install.sh local,test &&
-    # Claude Code and Codex CLI for the agents_cli tests (they fail, never skip, without them).
-    bash scripts/install_agents.sh &&
-    # Debian's Chromium for the console's browser tests (marker `browser`; they fail, never skip, without it).
-    bash scripts/install_browser.sh &&
-    # Debian's valgrind for the instruction-count guard below.
-    bash scripts/install_valgrind.sh
+  local logs agents_pid apt_pid code=0
+  logs=$(mktemp -d)
+  # Claude Code and Codex CLI for the agents_cli tests (they fail, never skip, without them).
+  side_install "$logs/agents" scripts/install_agents.sh &
+  agents_pid=$!
+  # Debian's Chromium for the console's browser tests (marker `browser`) and valgrind for the instruction
+  # guard below (both fail, never skip, without them).
+  side_install "$logs/apt" scripts/install_browser.sh scripts/install_valgrind.sh &
+  apt_pid=$!
+  bash scripts/install.sh local,test || code=$?
+  wait "$agents_pid" || code=$?
+  wait "$apt_pid" || code=$?
+  cat "$logs/agents" "$logs/apt"
+  rm -rf "$logs"
+  return "$code"
 }
 
 lint() {
   .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/lint-imports --no-cache
 }
 
+# mypy's incremental cache lives outside the checkout, one per target, so a fresh clone checks only the files
+# whose content changed (mypy compares hashes when mtimes differ); a cache that does not match is rebuilt.
+mypy_cache=${XDG_CACHE_HOME:-$HOME/.cache}/modelport/mypy
 types() {
-  .venv/bin/mypy &&
-    .venv/bin/mypy --strict --explicit-package-bases tests &&
-    MYPYPATH=bench .venv/bin/mypy --strict bench/*.py
+  .venv/bin/mypy --cache-dir "$mypy_cache/src" &&
+    .venv/bin/mypy --cache-dir "$mypy_cache/tests" --strict --explicit-package-bases tests &&
+    MYPYPATH=bench .venv/bin/mypy --cache-dir "$mypy_cache/bench" --strict bench/*.py
 }
 
 guard() {
@@ -67,6 +85,7 @@ if [ "${MODELPORT_TEST_SKIP_CHECKS:-0}" != 1 ]; then
 fi
 
 mkdir -p test-artifacts
+rm -f test-artifacts/cpu-*.json  # this run's CPU per test file (tests/support/cpu_report.py) only
 workers=${MODELPORT_TEST_WORKERS:-2}
 # The coverage floor (fail_under in pyproject.toml) holds for the whole suite, checked once both stages
 # have added their data; a run given arguments (a subset) reports coverage without it.
@@ -88,5 +107,8 @@ fi
 stage "pytest, serial stage (tests marked serial, one at a time; coverage of both stages)" pytest_stage \
   "${common[@]}" -p no:xdist -m serial --cov-append --cov-report=term-missing:skip-covered "${floor[@]}" \
   --junitxml=test-artifacts/junit-serial.xml "${serial_paths[@]}" || failed=1
+# Where the CPU went (both stages, the test processes and the servers and CLIs they started), costliest first.
+echo "==> CPU seconds per test file (tests/support/cpu_report.py)"
+.venv/bin/python -m tests.support.cpu_report 25 || true
 echo "==> the whole run: $((SECONDS - started)) s"
 exit "$failed"

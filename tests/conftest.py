@@ -10,6 +10,7 @@ that times out (pytest-timeout) fails with the stacks of the modelport processes
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 
@@ -17,10 +18,12 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support import conformance_data, schedule
+from tests.support.cpu_report import CpuRecorder
 from tests.support.databases import BACKENDS, drop_templates, migrated_engine
 from tests.support.stacks import modelport_stacks
 
 _left_out: list[Path] = []
+_cpu = CpuRecorder() if os.environ.get("MODELPORT_TEST_CPU_REPORT", "1") != "0" else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,8 +70,21 @@ def pytest_runtest_makereport(
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    if _cpu is None:
+        return (yield)
+    _cpu.start()
+    try:
+        return (yield)
+    finally:
+        _cpu.stop(item.nodeid)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     drop_templates()
+    if _cpu is not None and _cpu.files:
+        _cpu.write(os.environ.get("PYTEST_XDIST_WORKER", "main"))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

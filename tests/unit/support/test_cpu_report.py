@@ -1,0 +1,29 @@
+"""The suite's CPU report: per-file totals from each test process's file, summed and ranked."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from tests.support.cpu_report import CpuRecorder, summarise
+
+
+def test_files_are_summed_across_processes_and_ranked_by_cpu(tmp_path: Path) -> None:
+    (tmp_path / "cpu-gw0-1.json").write_text(json.dumps({"tests/a.py": [10.0, 1.0, 2.0], "tests/b.py": [1, 5, 5]}))
+    (tmp_path / "cpu-gw1-2.json").write_text(json.dumps({"tests/a.py": [5.0, 0.5, 0.5]}))
+    lines = summarise(sorted(tmp_path.glob("cpu-*.json")), top=5).splitlines()
+    assert lines[1].split() == ["10.0", "5.0", "5.0", "1.0", "tests/b.py"]
+    assert lines[2].split() == ["4.0", "1.5", "2.5", "15.0", "tests/a.py"]
+    assert lines[-1].split()[:4] == ["14.0", "6.5", "7.5", "16.0"]
+
+
+def test_a_test_that_burns_cpu_is_charged_to_its_file() -> None:
+    recorder = CpuRecorder()
+    recorder.start()
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:
+        pass
+    recorder.stop("tests/x/test_busy.py::test_spin")
+    wall, own, children = recorder.files["tests/x/test_busy.py"]
+    assert own >= 0.2 and wall >= 0.2 and children >= 0
