@@ -11,8 +11,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.retention.pacing import Pacing
-from modelport.storage.tables import webhook_attempts, webhook_deliveries
-from modelport.storage.webhook_states import DeliveryStatus
+from modelport.webhooks.states import DeliveryStatus
+from modelport.webhooks.tables import webhook_attempts, webhook_deliveries
 
 DAY_MS = 86_400_000
 

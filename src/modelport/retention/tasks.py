@@ -14,9 +14,10 @@ from sqlalchemy import and_, delete, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.media.tasks.states import TERMINAL
+from modelport.media.tasks.tables import media_tasks
 from modelport.retention.pacing import Pacing
-from modelport.storage.tables import media_tasks, webhook_attempts, webhook_deliveries
-from modelport.storage.webhook_states import DeliveryStatus
+from modelport.webhooks.states import DeliveryStatus
+from modelport.webhooks.tables import webhook_attempts, webhook_deliveries
 
 DAY_MS = 86_400_000
 
