@@ -1,4 +1,5 @@
-"""Pruning finished media tasks whose results have expired, with their webhook deliveries and attempts.
+"""Pruning finished media tasks whose results have expired, with their webhook deliveries and attempts
+(removed by the outbox's own `webhooks.prune`).
 
 A task goes `days` after it ended, and only once its result files have expired (their rows are the files
 sweeper's) and no sender holds one of its deliveries. The ledger entries of a task stay: the ledger is the
@@ -10,14 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, exists, or_, select
+from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.media.tasks.states import TERMINAL
 from modelport.media.tasks.tables import media_tasks
 from modelport.retention.pacing import Pacing
-from modelport.webhooks.states import DeliveryStatus
-from modelport.webhooks.tables import webhook_attempts, webhook_deliveries
+from modelport.webhooks import prune
 
 DAY_MS = 86_400_000
 
@@ -34,8 +34,8 @@ async def prune_tasks(engine: AsyncEngine, days: float, pacing: Pacing, now_ms: 
     if days <= 0:
         return pruned
     cutoff = now_ms - int(days * DAY_MS)
-    t, d = media_tasks.c, webhook_deliveries.c
-    held = exists().where(d.task_id == t.id, d.status == DeliveryStatus.PENDING, d.lease_until_ms > now_ms)
+    t = media_tasks.c
+    held = prune.held_by_sender(t.id, now_ms)
     due = (
         select(t.id)
         .where(
@@ -54,11 +54,9 @@ async def prune_tasks(engine: AsyncEngine, days: float, pacing: Pacing, now_ms: 
             ids = list((await conn.scalars(due)).all())
             if not ids:
                 return pruned
-            deliveries = select(d.id).where(d.task_id.in_(ids)).scalar_subquery()
-            pruned.attempts += (
-                await conn.execute(delete(webhook_attempts).where(webhook_attempts.c.delivery_id.in_(deliveries)))
-            ).rowcount
-            pruned.deliveries += (await conn.execute(delete(webhook_deliveries).where(d.task_id.in_(ids)))).rowcount
+            attempts, deliveries = await prune.delete_for_tasks(conn, ids)
+            pruned.attempts += attempts
+            pruned.deliveries += deliveries
             pruned.tasks += (
                 await conn.execute(delete(media_tasks).where(and_(t.id.in_(ids), t.status.in_(TERMINAL))))
             ).rowcount

@@ -84,10 +84,8 @@ OWNERS: dict[str, Owner] = {
     "idempotency_keys": Owner("media.idempotency"),
     # webhooks
     "webhook_secrets": Owner("webhooks"),
-    "webhook_deliveries": Owner(
-        "webhooks", writers={"retention": PRUNES}, readers={"console.operator": OPERATOR_CONSOLE}
-    ),
-    "webhook_attempts": Owner("webhooks", writers={"retention": PRUNES}),
+    "webhook_deliveries": Owner("webhooks", readers={"console.operator": OPERATOR_CONSOLE}),
+    "webhook_attempts": Owner("webhooks"),
     # retention, alerts
     "retention_stats": Owner("retention"),
     "operator_alert_state": Owner("alerts"),
