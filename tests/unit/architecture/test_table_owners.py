@@ -79,7 +79,7 @@ OWNERS: dict[str, Owner] = {
     # media
     "media_files": Owner("media.files"),
     "provider_assets": Owner("media.assets"),
-    "media_tasks": Owner("media.tasks", writers={"retention": PRUNES}, readers={"console.operator": OPERATOR_CONSOLE}),
+    "media_tasks": Owner("media.tasks", readers={"console.operator": OPERATOR_CONSOLE}),
     "upstream_slots": Owner("media.tasks"),
     "idempotency_keys": Owner("media.idempotency"),
     # webhooks
