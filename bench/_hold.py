@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlalchemy import select
 
+from modelport.accounts.tables import teams
 from modelport.billing import ledger
 from modelport.billing.settlement import Settlement, write_settlements
 from modelport.storage.db import create_engine
-from modelport.storage.tables import teams
 
 
 def _ms(seconds: float) -> float:

@@ -58,7 +58,7 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("modelport/gateway/headers.py", "decode: headers, canonical request, validation"),
     ("modelport/core/validate.py", "decode: headers, canonical request, validation"),
     ("modelport/gateway/models_route.py", "decode: headers, canonical request, validation"),
-    ("modelport/catalog.py", "decode: headers, canonical request, validation"),
+    ("modelport/catalog/", "decode: headers, canonical request, validation"),
     ("modelport/gateway/metering.py", "metering: limits, credit hold, settlement, cost"),
     ("modelport/gateway/output_hold.py", "metering: limits, credit hold, settlement, cost"),
     ("modelport/ratelimit/", "metering: limits, credit hold, settlement, cost"),

@@ -43,7 +43,7 @@ STEPS: list[tuple[str, str, str]] = [
     ("modelport/gateway/routing.py", "", "routing"),
     ("modelport/gateway/models_route.py", "", "routing"),
     ("modelport/gateway/pipeline.py", "resolve_model", "routing"),
-    ("modelport/catalog.py", "", "routing"),
+    ("modelport/catalog/", "", "routing"),
     ("modelport/upstreams/", "", "upstream call"),
     ("modelport/gateway/upstream_call.py", "", "upstream call"),
     ("modelport/gateway/own_media.py", "", "upstream call"),

@@ -42,12 +42,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
+from modelport.requestlog.tables import request_logs
 from modelport.retention import partitions
 from modelport.retention.stats import database_bytes
 from modelport.settings import RetentionSettings
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import upgrade_to_head
-from modelport.storage.tables import request_logs
 
 DAY_MS = 86_400_000
 TEAMS = 4

@@ -22,12 +22,12 @@ from modelport.billing.settlement import prune_settlement_keys
 from modelport.billing.topups import topup_team
 from modelport.catalog import import_catalog, load_catalog_file, read_snapshot
 from modelport.errors import NotFound
-from modelport.media.webhooks.secret_box import UnreadableSecret, secret_box
-from modelport.media.webhooks.secrets import reseal_all
 from modelport.services import ensure_secret_key
 from modelport.settings import Settings
 from modelport.storage.db import create_engine
 from modelport.storage.schema_version import schema_state, sqlite_state
+from modelport.webhooks.secret_box import UnreadableSecret, secret_box
+from modelport.webhooks.secrets import reseal_all
 
 log = logging.getLogger("modelport.bootstrap")
 # Start-up work of several processes starting at once (a scaled-out deployment's first start) runs one at a time.

@@ -13,9 +13,12 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.accounts.tables import teams
+from modelport.media.files.tables import media_files
+from modelport.media.tasks.tables import media_tasks
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import alembic_config, upgrade_to_head
-from modelport.storage.tables import media_files, media_tasks, metadata, teams
+from modelport.storage.schema import all_tables
 from tests.support.databases import BACKENDS, database_url
 
 
@@ -30,7 +33,7 @@ def _media_files_differences(connection: Connection) -> list[object]:
         return type_ != "table" or name == "media_files"
 
     context = MigrationContext.configure(connection, opts={"compare_type": True, "include_object": ours})
-    return list(compare_metadata(context, metadata))
+    return list(compare_metadata(context, all_tables()))
 
 
 def _file(file_id: str, name: str, expires_at_ms: int) -> dict[str, object]:

@@ -20,8 +20,8 @@ from modelport.accounts import service as accounts
 from modelport.errors import InvalidParameters, NotFound, PayloadTooLarge, QuotaExceeded
 from modelport.media.files.service import FilesService
 from modelport.media.files.storage.local import LocalFileStore
+from modelport.media.files.tables import media_files
 from modelport.settings import FilesSettings
-from modelport.storage.tables import media_files
 from tests.unit.media.files import samples
 
 BASE = "https://media.example.test"

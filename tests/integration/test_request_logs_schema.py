@@ -1,4 +1,4 @@
-"""Migration 0002 matches tables.py, and counts the rows logged before it."""
+"""Migration 0002 matches its tables, and counts the rows logged before it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.requestlog.tables import request_log_counts, request_logs
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import alembic_config, upgrade_to_head
-from modelport.storage.tables import metadata, request_log_counts, request_logs
+from modelport.storage.schema import all_tables
 from tests.support.databases import BACKENDS, database_url
 
 OURS = {"request_logs", "request_log_counts"}
@@ -31,7 +32,7 @@ def _ours(_obj: object, name: str | None, type_: str, _reflected: bool, _compare
 
 def _differences(connection: Connection) -> list[object]:
     context = MigrationContext.configure(connection, opts={"compare_type": True, "include_object": _ours})
-    return list(compare_metadata(context, metadata))
+    return list(compare_metadata(context, all_tables()))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -20,10 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport import metrics
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
+from modelport.requestlog.tables import request_log_counts, request_logs
 from modelport.requestlog.writer import RequestLogWriter
 from modelport.storage import sqlite_direct
 from modelport.storage.db import create_engine
-from modelport.storage.tables import request_log_counts, request_logs
 from tests.support.databases import migrated_engine
 
 T0 = 1_700_000_000_000

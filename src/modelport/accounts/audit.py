@@ -19,9 +19,9 @@ import orjson
 from sqlalchemy import Select, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.tables import audit_events
 from modelport.clock import now_ms
 from modelport.core.redaction import is_credential_header
-from modelport.storage.tables import audit_events
 
 ActorKind = Literal["operator_token", "operator_console", "operator_cli", "team_key", "team_console"]
 ACTOR_KINDS: tuple[ActorKind, ...] = ("operator_token", "operator_console", "operator_cli", "team_key", "team_console")

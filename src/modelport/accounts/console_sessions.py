@@ -16,8 +16,8 @@ import secrets
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.tables import api_keys, console_sessions, teams
 from modelport.clock import now_ms
-from modelport.storage.tables import api_keys, console_sessions, teams
 
 
 def _digest(token: str) -> str:

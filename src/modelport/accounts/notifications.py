@@ -3,7 +3,8 @@
 `{"url", "balance_below_usd", "key_spend_percent", "key_expiry_days"}`, every field optional; a PUT
 replaces the whole set (a field left out is off). `parse` checks the shape (400 naming the field); the URL's
 address is checked by the SSRF-safe fetcher at the HTTP edge, as a task's webhook URL is. `store` writes
-the settings and their audit event in one transaction. The events themselves: `billing.notify`.
+the settings and their audit event in one transaction. The events themselves: `billing.notify`, which
+sets and clears the sent-once flags of the balance events through the compare-and-sets at the end.
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.accounts import audit
 from modelport.accounts.audit import Actor, mask_value
+from modelport.accounts.tables import team_notifications
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters
 from modelport.money import MAX_BALANCE_MICROS, MICROS_PER_USD, display_usd, usd_to_micros
-from modelport.storage.tables import team_notifications
 
 FIELDS = ("url", "balance_below_usd", "key_spend_percent", "key_expiry_days")
 MAX_URL = 2048  # as a task's X-Webhook-URL
@@ -188,3 +189,50 @@ def _audited(found: NotificationSettings) -> dict[str, Any]:
         rest = found.url[len(f"{parts.scheme}://{parts.netloc}") :]
         view["url"] = f"{parts.scheme}://{parts.netloc}" + (mask_value(rest) if rest.strip("/") else rest)
     return view
+
+
+# -- the sent-once flags of the balance events (billing.notify, in the transaction that moves the money) -----
+
+
+async def claim_balance_low(conn: AsyncConnection, team_id: str) -> bool:
+    """Set `balance_low_sent`; True when this transaction set it (and so sends `balance.low`)."""
+    n = team_notifications.c
+    won = await conn.execute(
+        update(team_notifications)
+        .where(n.team_id == team_id, n.balance_low_sent.is_(False))
+        .values(balance_low_sent=True)
+    )
+    return bool(won.rowcount)
+
+
+async def claim_exhausted(conn: AsyncConnection, team_id: str) -> str | None:
+    """Set `exhausted_sent` of a team with a URL; the URL when this transaction set it (and so sends
+    `balance.exhausted`), else None."""
+    n = team_notifications.c
+    won = (
+        await conn.execute(
+            update(team_notifications)
+            .where(n.team_id == team_id, n.url.is_not(None), n.exhausted_sent.is_(False))
+            .values(exhausted_sent=True)
+            .returning(n.url)
+        )
+    ).first()
+    return None if won is None else str(won.url)
+
+
+async def rearm_after_topup(conn: AsyncConnection, team_id: str, funds_micros: int) -> None:
+    """Clear `exhausted_sent`, and `balance_low_sent` when `funds_micros` (available + frozen) is at or above
+    the threshold (or no threshold is set)."""
+    n = team_notifications.c
+    await conn.execute(
+        update(team_notifications).where(n.team_id == team_id, n.exhausted_sent.is_(True)).values(exhausted_sent=False)
+    )
+    await conn.execute(
+        update(team_notifications)
+        .where(
+            n.team_id == team_id,
+            n.balance_low_sent.is_(True),
+            (n.balance_below_micros.is_(None)) | (n.balance_below_micros <= funds_micros),
+        )
+        .values(balance_low_sent=False)
+    )

@@ -16,10 +16,10 @@ from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.keys import generate_key, hash_key, visible_prefix
 from modelport.accounts.limits import limits_from_columns
 from modelport.accounts.models import ApiKey, CreatedKey, Team
+from modelport.accounts.tables import api_keys, teams
 from modelport.clock import now_ms
 from modelport.errors import Conflict, InvalidParameters, NotFound
 from modelport.ids import new_id
-from modelport.storage.tables import api_keys, teams
 
 TEAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 

@@ -1,12 +1,12 @@
-"""The operator events: their types and their JSON bodies (`type`, `timestamp`, `data`: docs/api/operator-alerts.md)."""
+"""The operator events: their types and their JSON bodies (`type`, `timestamp`, `data`: docs/api/operator-alerts.md).
+Each type has its row in `webhooks/registry.py` (source `operator`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-import orjson
+from modelport.webhooks.registry import event_body
 
 DEPLOYMENT_DOWN = "deployment.down"
 DEPLOYMENT_UP = "deployment.up"
@@ -23,6 +23,4 @@ class OperatorEvent:
 
     def body(self, at_ms: int) -> str:
         """The exact JSON every attempt sends (the shape of task webhooks)."""
-        when = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
-        stamp = when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return orjson.dumps({"type": self.type, "timestamp": stamp, "data": self.data}).decode()
+        return event_body(self.type, self.data, at_ms)

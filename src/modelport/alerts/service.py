@@ -15,12 +15,12 @@ from modelport.alerts import checks
 from modelport.alerts.deployments import DeploymentAlerts
 from modelport.alerts.events import OperatorEvent
 from modelport.alerts.state import report
-from modelport.media.webhooks.outbox import Delivery
-from modelport.media.webhooks.sender import NoSigningSecret, SecretLookup
 from modelport.net import FetchError, SafeFetcher
 from modelport.services import ServiceKey
 from modelport.settings import Settings
 from modelport.upstreams.health import DeploymentChange
+from modelport.webhooks.outbox import Delivery
+from modelport.webhooks.sender import NoSigningSecret, SecretLookup
 
 log = logging.getLogger("modelport.alerts")
 OPERATOR_ALERTS: ServiceKey[OperatorAlerts] = ServiceKey("operator alerts")

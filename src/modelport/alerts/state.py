@@ -11,10 +11,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.alerts.events import OperatorEvent
+from modelport.alerts.tables import operator_alert_state
 from modelport.clock import now_ms
-from modelport.media.webhooks import outbox
 from modelport.metrics import OPERATOR_ALERTS
-from modelport.storage.tables import operator_alert_state
+from modelport.webhooks import outbox
 
 MAX_KEY_CHARS = 300
 

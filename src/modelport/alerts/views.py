@@ -5,30 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.media.webhooks.outbox import with_attempts
-from modelport.storage.tables import operator_alert_state, webhook_deliveries
+from modelport.alerts.tables import operator_alert_state
+from modelport.webhooks import outbox
 
 
 async def overview(engine: AsyncEngine, *, limit: int) -> dict[str, Any]:
-    d = webhook_deliveries.c
     async with engine.connect() as conn:
         states = (await conn.execute(select(operator_alert_state).order_by(operator_alert_state.c.key))).all()
-        deliveries = (
-            await conn.execute(
-                select(webhook_deliveries)
-                .where(d.source == "operator")
-                .order_by(d.created_at_ms.desc(), d.id.desc())
-                .limit(limit)
-            )
-        ).all()
-        views = await with_attempts(conn, deliveries)
-    for view, row in zip(views, deliveries, strict=True):
-        del view["url"]  # the operator's own hook URL (often its credential) is not shown back
-        view["payload"] = orjson.loads(row.payload)
+    views = await outbox.for_operator(engine, limit=limit)
     return {
         "states": [
             {

@@ -34,17 +34,17 @@ from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.tasks.live import TASK_CHANGES, TaskChanges
 from modelport.media.tasks.service import TASK_QUEUE, TASKS, TaskService
 from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
-from modelport.media.webhooks.secrets import box_of
-from modelport.media.webhooks.sender import WebhookSender, team_secret_lookup
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
 from modelport.retention.pruner import PRUNER, build_pruner
 from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
-from modelport.storage import outbox
 from modelport.upstreams.health import DEPLOYMENT_HEALTH
 from modelport.upstreams.pool import UPSTREAMS, UpstreamPool
+from modelport.webhooks import outbox
+from modelport.webhooks.secrets import box_of
+from modelport.webhooks.sender import WebhookSender, team_secret_lookup
 
 log = logging.getLogger("modelport.services")
 TRACING: ServiceKey[tracing.Tracing] = ServiceKey("tracing")

@@ -17,12 +17,12 @@ from modelport.console.app import mount_console
 from modelport.console.operator import ROUTERS as OPERATOR_ROUTERS
 from modelport.errors import NotFound
 from modelport.media import audit_api, keys_api, notifications_api, utility
+from modelport.media import webhooks_api as webhook_routes
 from modelport.media.assets import routes as asset_routes
 from modelport.media.files import routes as file_routes
 from modelport.media.model_docs import render_page
 from modelport.media.reference.routes import page_headers, reference_router
 from modelport.media.tasks import routes as task_routes
-from modelport.media.webhooks import routes as webhook_routes
 from modelport.services import Services
 from modelport.settings import Settings, load_settings
 from modelport.web.deps import get_services

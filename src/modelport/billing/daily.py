@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.billing.tables import ledger_daily
 from modelport.storage.sqlite_direct import compiled_sql
-from modelport.storage.tables import ledger_daily
 
 DAY_MS = 86_400_000
 

@@ -21,9 +21,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.accounts.limits import KeyLimits, period_end_ms, period_start_ms
+from modelport.billing.tables import key_spend
 from modelport.clock import now_ms
 from modelport.money import micros_to_usd
-from modelport.storage.tables import key_spend
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,13 +20,14 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.tables import teams
 from modelport.billing import daily, key_budget, notify, reservations, settlement
 from modelport.billing.key_budget import KeyBudgetShort, KeyHold
+from modelport.billing.tables import ledger_entries
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, NotFound
 from modelport.money import MAX_BALANCE_MICROS, MAX_TOPUP_USD, MICROS_PER_USD, display_usd
 from modelport.storage import sqlite_direct
-from modelport.storage.tables import ledger_entries, teams
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Team notifications: balance and key events, detected where the money moves and sent once.
 
-Each event is enqueued in the webhook outbox (`storage.outbox`, source `notification`) in the transaction
+Each event is enqueued in the webhook outbox (`webhooks.outbox`, source `notification`) in the transaction
 that makes it true, behind a compare-and-set that only one transaction in any process can win:
 
 - `balance.low`: after a settlement, the team's balance (available + held for requests in flight, so the
@@ -22,34 +22,28 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-from sqlalchemy import BigInteger, and_, cast, exists, literal, or_, select, update
+from sqlalchemy import BigInteger, and_, cast, exists, literal, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts import notifications
+from modelport.accounts.tables import api_keys, team_notifications, teams
+from modelport.billing.tables import key_spend, notification_marks
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, RequestLimited
 from modelport.money import display_usd
-from modelport.storage.outbox import enqueue
-from modelport.storage.tables import (
-    api_keys,
-    key_spend,
-    notification_marks,
-    team_notifications,
-    teams,
-    webhook_deliveries,
-)
-from modelport.storage.webhook_states import DeliveryStatus
+from modelport.webhooks import outbox
+from modelport.webhooks.outbox import enqueue
+from modelport.webhooks.registry import event_body, event_types
 
 log = logging.getLogger("modelport.notifications")
 DAY_MS = 24 * 3600 * 1000
 # How long a `notification.test` event is tried (the schedule's attempts that fall within it).
 TEST_WINDOW_MS = 60_000
 TEST_RETRY_AFTER_SECONDS = 5
-EVENT_TYPES = ("balance.low", "balance.exhausted", "key.spend_threshold", "key.expiring", "notification.test")
+EVENT_TYPES = event_types("notification")  # their rows in webhooks/registry.py
 
 
 def _usd(micros: int) -> str:
@@ -58,13 +52,7 @@ def _usd(micros: int) -> str:
 
 def payload(event_type: str, data: dict[str, Any], at_ms: int | None = None) -> str:
     """The Standard Webhooks body, shaped like a task's: `type`, `timestamp` (ISO 8601), `data`."""
-    when = datetime.fromtimestamp((now_ms() if at_ms is None else at_ms) / 1000, tz=UTC)
-    body = {
-        "type": event_type,
-        "timestamp": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "data": data,
-    }
-    return orjson.dumps(body).decode()
+    return event_body(event_type, data, now_ms() if at_ms is None else at_ms)
 
 
 async def _send(conn: AsyncConnection, team_id: str, url: str, event_type: str, data: dict[str, Any]) -> str:
@@ -148,12 +136,7 @@ def sqlite_would_send(conn: sqlite3.Connection, team_ids: Iterable[str], key_tea
 
 
 async def _balance_low(conn: AsyncConnection, team_id: str, url: str, threshold: int, row: Any) -> None:
-    won = await conn.execute(
-        update(team_notifications)
-        .where(team_notifications.c.team_id == team_id, team_notifications.c.balance_low_sent.is_(False))
-        .values(balance_low_sent=True)
-    )
-    if won.rowcount:
+    if await notifications.claim_balance_low(conn, team_id):
         data = {**_funds(int(row.balance_micros), int(row.frozen_micros)), "threshold_usd": _usd(threshold)}
         await _send(conn, team_id, url, "balance.low", data)
 
@@ -221,41 +204,21 @@ async def _mark(conn: AsyncConnection, key_id: str, event: str, period_ms: int, 
 async def after_topup(conn: AsyncConnection, team_id: str, balance_micros: int, frozen_micros: int) -> None:
     """Call in the top-up's transaction: arm `balance.exhausted` again, and `balance.low` if the balance is
     now at or above the threshold."""
-    n = team_notifications.c
-    await conn.execute(
-        update(team_notifications).where(n.team_id == team_id, n.exhausted_sent.is_(True)).values(exhausted_sent=False)
-    )
-    await conn.execute(
-        update(team_notifications)
-        .where(
-            n.team_id == team_id,
-            n.balance_low_sent.is_(True),
-            (n.balance_below_micros.is_(None)) | (n.balance_below_micros <= balance_micros + frozen_micros),
-        )
-        .values(balance_low_sent=False)
-    )
+    await notifications.rearm_after_topup(conn, team_id, balance_micros + frozen_micros)
 
 
 async def balance_exhausted(engine: AsyncEngine, team_id: str) -> None:
     """A request was refused with 402 for the team's balance: send `balance.exhausted` if this is the first
     since the last top-up. Never raises (the refusal goes out whatever happens here)."""
-    n = team_notifications.c
     try:
         async with engine.begin() as conn:
-            won = (
-                await conn.execute(
-                    update(team_notifications)
-                    .where(n.team_id == team_id, n.url.is_not(None), n.exhausted_sent.is_(False))
-                    .values(exhausted_sent=True)
-                    .returning(n.url)
-                )
-            ).first()
-            if won is None:
+            url = await notifications.claim_exhausted(conn, team_id)
+            if url is None:
                 return
             funds = (
                 await conn.execute(select(teams.c.balance_micros, teams.c.frozen_micros).where(teams.c.id == team_id))
             ).one()
-            await _send(conn, team_id, won.url, "balance.exhausted", _funds(int(funds[0]), int(funds[1])))
+            await _send(conn, team_id, url, "balance.exhausted", _funds(int(funds[0]), int(funds[1])))
     except Exception:
         log.exception("team %s: could not record balance.exhausted", team_id)
 
@@ -276,17 +239,7 @@ async def send_test(engine: AsyncEngine, team_id: str) -> str:
         if url is None:
             raise InvalidParameters("set a notification url first (PUT /api/v1/notifications)", param="url")
         now = now_ms()
-        d = webhook_deliveries.c
-        pending = await conn.execute(
-            select(d.id).where(
-                d.source == "notification",
-                d.team_id == team_id,
-                d.event_type == "notification.test",
-                d.status == DeliveryStatus.PENDING,
-                d.give_up_at_ms > now,
-            )
-        )
-        if pending.first() is not None:
+        if await outbox.is_pending(conn, "notification", team_id=team_id, event_type="notification.test", at_ms=now):
             raise RequestLimited(
                 "the team's previous notification test is still being delivered; send another once it has"
                 " ended (GET /api/v1/notifications/deliveries)",

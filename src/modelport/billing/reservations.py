@@ -21,10 +21,10 @@ from sqlalchemy import and_, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.billing.settlement import Settlement, write_settlements_in
+from modelport.billing.tables import credit_reservations, ledger_entries
 from modelport.clock import now_ms
 from modelport.storage import sqlite_direct
 from modelport.storage.sqlite_direct import compiled_sql
-from modelport.storage.tables import credit_reservations, ledger_entries
 
 log = logging.getLogger("modelport.billing.reservations")
 

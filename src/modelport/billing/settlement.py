@@ -28,13 +28,14 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.tables import teams
 from modelport.billing import daily, key_budget, notify
+from modelport.billing.tables import credit_reservations, ledger_entries, settlement_keys
 from modelport.clock import now_ms
 from modelport.ids import unique_id
 from modelport.services import ServiceKey
 from modelport.storage import sqlite_direct
 from modelport.storage.batch_writer import BatchWriter, Tuning
-from modelport.storage.tables import credit_reservations, ledger_entries, settlement_keys, teams
 
 log = logging.getLogger("modelport.billing")
 SETTLEMENTS: ServiceKey[SettlementWriter] = ServiceKey("settlements")

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.billing import daily
-from modelport.storage.tables import ledger_entries
+from modelport.billing.tables import ledger_entries
 
 c = ledger_entries.c
 

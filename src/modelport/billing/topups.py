@@ -12,11 +12,11 @@ from modelport.accounts import audit
 from modelport.accounts.audit import Actor
 from modelport.accounts.models import Team
 from modelport.accounts.service import get_team
+from modelport.accounts.tables import teams
 from modelport.billing import ledger
 from modelport.errors import InvalidParameters
 from modelport.money import MAX_TOPUP_USD, MICROS_PER_USD, display_usd, usd_to_micros
 from modelport.settings import TierSettings
-from modelport.storage.tables import teams
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from modelport.accounts.permissions import Permission, allows
 from modelport.console.csrf import FIELD, csrf_token
 from modelport.media.tasks.states import TaskStatus
 from modelport.requestlog.record import RequestStatus
-from modelport.storage.webhook_states import AttemptOutcome, DeliveryStatus
+from modelport.webhooks.states import AttemptOutcome, DeliveryStatus
 
 _env = Environment(
     loader=PackageLoader("modelport.console", "templates"),

@@ -25,8 +25,8 @@ from starlette.responses import Response
 
 from modelport.clock import now_ms
 from modelport.errors import Conflict, InvalidParameters
+from modelport.media.tables import idempotency_keys
 from modelport.services import ServiceKey
-from modelport.storage.tables import idempotency_keys
 from modelport.web.envelope import encode_json, ok
 
 IDEMPOTENCY_KEYS: ServiceKey[IdempotencyKeys] = ServiceKey("idempotency keys")

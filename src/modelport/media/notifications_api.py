@@ -22,7 +22,6 @@ from modelport.accounts.permissions import Permission
 from modelport.billing import notify
 from modelport.errors import InvalidFormat, InvalidParameters
 from modelport.media.fetch import FETCHER
-from modelport.media.webhooks import outbox
 from modelport.net import FetchError
 from modelport.net.errors import UrlFormatRefused
 from modelport.services import Services
@@ -31,6 +30,7 @@ from modelport.web.deps import get_services, media_auth_with
 from modelport.web.envelope import ok
 from modelport.web.query_int import query_int
 from modelport.web.query_limit import enforce_query_limit
+from modelport.webhooks import outbox
 
 router = APIRouter(prefix="/api/v1/notifications", tags=["notifications"])
 MAX_PAGE = 100

@@ -15,7 +15,7 @@ from sqlalchemy import ColumnElement, Row, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.requestlog.record import RequestStatus
-from modelport.storage.tables import request_logs
+from modelport.requestlog.tables import request_logs
 
 LogRow = Row[*tuple[Any, ...]]
 

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.requestlog.params import LogQuery
 from modelport.requestlog.store import ALL_USERS, HOUR_MS
-from modelport.storage.tables import request_log_counts, request_logs
+from modelport.requestlog.tables import request_log_counts, request_logs
 
 LogRow = Row[*tuple[Any, ...]]
 

@@ -20,8 +20,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.requestlog.record import LogRecord, RequestStatus
+from modelport.requestlog.tables import request_log_counts, request_logs, usage_daily
 from modelport.storage.sqlite_direct import MultiRowInsert, compiled_sql, for_engine
-from modelport.storage.tables import request_log_counts, request_logs, usage_daily
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000

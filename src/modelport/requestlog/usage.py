@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.requestlog.store import DAY_MS
-from modelport.storage.tables import usage_daily
+from modelport.requestlog.tables import usage_daily
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from modelport.media.files.storage import FileStore
-from modelport.storage.tables import request_logs
+from modelport.requestlog.tables import request_logs
 
 ARCHIVE_COLUMNS = tuple(request_logs.c)
 DAY_MS = 86_400_000

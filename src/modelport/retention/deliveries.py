@@ -1,5 +1,6 @@
 """Webhook deliveries that report no task (team notifications, operator alerts) as a prune target: ended
-rows (delivered, failed, stopped) created more than `retention.tasks_days` ago, with their attempts.
+rows (delivered, failed, stopped) created more than `retention.tasks_days` ago, with their attempts
+(removed by the outbox's own `webhooks.prune`).
 A task's deliveries go with their task (`retention.tasks`)."""
 
 from __future__ import annotations
@@ -7,12 +8,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.retention.pacing import Pacing
-from modelport.storage.tables import webhook_attempts, webhook_deliveries
-from modelport.storage.webhook_states import DeliveryStatus
+from modelport.webhooks import prune
 
 DAY_MS = 86_400_000
 
@@ -26,15 +25,8 @@ class EventDeliveries:
     async def prune(self, engine: AsyncEngine, now_ms: int) -> dict[str, int]:
         if self.days <= 0:
             return {}
-        d = webhook_deliveries.c
-        due = (
-            select(d.id)
-            .where(
-                d.source.in_(("notification", "operator")),
-                d.created_at_ms < now_ms - int(self.days * DAY_MS),
-                d.status != DeliveryStatus.PENDING,
-            )
-            .limit(self.pacing.batch_rows)
+        due = prune.ended_before(
+            ("notification", "operator"), now_ms - int(self.days * DAY_MS), limit=self.pacing.batch_rows
         )
         removed = {"webhook_deliveries": 0, "webhook_attempts": 0}
         while True:
@@ -43,14 +35,9 @@ class EventDeliveries:
                 ids = list((await conn.scalars(due)).all())
                 if not ids:
                     return removed
-                removed["webhook_attempts"] += (
-                    await conn.execute(delete(webhook_attempts).where(webhook_attempts.c.delivery_id.in_(ids)))
-                ).rowcount
-                removed["webhook_deliveries"] += (
-                    await conn.execute(
-                        delete(webhook_deliveries).where(d.id.in_(ids), d.status != DeliveryStatus.PENDING)
-                    )
-                ).rowcount
+                attempts, deliveries = await prune.delete_ended(conn, ids)
+                removed["webhook_attempts"] += attempts
+                removed["webhook_deliveries"] += deliveries
             if len(ids) < self.pacing.batch_rows:
                 return removed
             await self.pacing.pause_after(started)

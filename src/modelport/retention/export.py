@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.requestlog.tables import request_logs
 from modelport.retention.archive import ARCHIVE_COLUMNS, jsonl_line
-from modelport.storage.tables import request_logs
 
 EXPORT_PAGE = 1000
 

@@ -16,11 +16,12 @@ from typing import Any
 from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.tables import teams
 from modelport.media.files.storage import FileStore
 from modelport.requestlog.store import ALL_USERS, HOUR_MS
+from modelport.requestlog.tables import request_log_counts, request_logs
 from modelport.retention.archive import ARCHIVE_COLUMNS, archive_key, utc_day, write_verified
 from modelport.retention.pacing import Pacing
-from modelport.storage.tables import request_log_counts, request_logs, teams
 
 DAY_MS = 86_400_000
 

@@ -33,9 +33,10 @@ from sqlalchemy import select, text, tuple_
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.tables import teams
 from modelport.media.files.storage import FileStore
+from modelport.requestlog.tables import request_logs
 from modelport.retention.archive import ARCHIVE_COLUMNS, archive_key, write_verified
-from modelport.storage.tables import request_logs, teams
 
 log = logging.getLogger("modelport.retention")
 DAY_MS = 86_400_000

@@ -12,7 +12,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.storage.tables import request_logs, retention_stats
+from modelport.requestlog.tables import request_logs
+from modelport.retention.tables import retention_stats
 
 # Names in `retention_stats`: rows removed per table, payloads emptied, archive files, the last run.
 PRUNED_PREFIX = "pruned:"

@@ -1,4 +1,5 @@
-"""Pruning finished media tasks whose results have expired, with their webhook deliveries and attempts.
+"""Pruning finished media tasks whose results have expired, with their webhook deliveries and attempts
+(removed by their owners: `media/tasks/prune.py`, `webhooks/prune.py`).
 
 A task goes `days` after it ended, and only once its result files have expired (their rows are the files
 sweeper's) and no sender holds one of its deliveries. The ledger entries of a task stay: the ledger is the
@@ -10,13 +11,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.media.tasks.states import TERMINAL
+from modelport.media.tasks import prune as task_prune
 from modelport.retention.pacing import Pacing
-from modelport.storage.tables import media_tasks, webhook_attempts, webhook_deliveries
-from modelport.storage.webhook_states import DeliveryStatus
 
 DAY_MS = 86_400_000
 
@@ -32,35 +30,17 @@ async def prune_tasks(engine: AsyncEngine, days: float, pacing: Pacing, now_ms: 
     pruned = TasksPruned()
     if days <= 0:
         return pruned
-    cutoff = now_ms - int(days * DAY_MS)
-    t, d = media_tasks.c, webhook_deliveries.c
-    held = exists().where(d.task_id == t.id, d.status == DeliveryStatus.PENDING, d.lease_until_ms > now_ms)
-    due = (
-        select(t.id)
-        .where(
-            t.created_at_ms < cutoff,  # ended >= created: walks ix_media_tasks_created_id
-            t.status.in_(TERMINAL),
-            t.ended_at_ms < cutoff,
-            or_(t.result_expires_at_ms.is_(None), t.result_expires_at_ms <= now_ms),
-            ~held,
-        )
-        .order_by(t.created_at_ms, t.id)
-        .limit(pacing.batch_rows)
-    )
+    due = task_prune.due(now_ms - int(days * DAY_MS), now_ms, limit=pacing.batch_rows)
     while True:
         started = time.monotonic()
         async with engine.begin() as conn:
             ids = list((await conn.scalars(due)).all())
             if not ids:
                 return pruned
-            deliveries = select(d.id).where(d.task_id.in_(ids)).scalar_subquery()
-            pruned.attempts += (
-                await conn.execute(delete(webhook_attempts).where(webhook_attempts.c.delivery_id.in_(deliveries)))
-            ).rowcount
-            pruned.deliveries += (await conn.execute(delete(webhook_deliveries).where(d.task_id.in_(ids)))).rowcount
-            pruned.tasks += (
-                await conn.execute(delete(media_tasks).where(and_(t.id.in_(ids), t.status.in_(TERMINAL))))
-            ).rowcount
+            tasks, deliveries, attempts = await task_prune.delete_ended(conn, ids)
+            pruned.tasks += tasks
+            pruned.deliveries += deliveries
+            pruned.attempts += attempts
         if len(ids) < pacing.batch_rows:
             return pruned
         await pacing.pause_after(started)

@@ -15,8 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.alerts.events import TASKS_BACKLOG, TASKS_BACKLOG_RESOLVED, OperatorEvent
 from modelport.alerts.state import alert_key, report
+from modelport.alerts.tables import operator_alert_state
 from modelport.storage.db import create_engine
-from modelport.storage.tables import operator_alert_state, webhook_deliveries
+from modelport.webhooks.tables import webhook_deliveries
 from tests.support.databases import BACKENDS, migrated_engine
 
 URL = "https://ops.example/hook"

@@ -28,8 +28,9 @@ import httpx
 from sqlalchemy import select
 from standardwebhooks.webhooks import Webhook
 
+from modelport.alerts.tables import operator_alert_state
 from modelport.storage.db import create_engine
-from modelport.storage.tables import operator_alert_state, webhook_attempts, webhook_deliveries
+from modelport.webhooks.tables import webhook_attempts, webhook_deliveries
 from tests.integration.tasks.helpers import (
     Received,
     Team,

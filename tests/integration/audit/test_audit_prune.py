@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import insert, select
 
 from modelport.accounts.audit import Actor, prune_audit, record
+from modelport.accounts.tables import audit_events
 from modelport.clock import now_ms
-from modelport.storage.tables import audit_events
 from tests.support.databases import BACKENDS, migrated_engine
 
 

@@ -13,10 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts import service as accounts
 from modelport.billing import daily, ledger
 from modelport.billing.settlement import Settlement, write_settlements
+from modelport.billing.tables import ledger_entries
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import DAY_MS, insert_logs
+from modelport.requestlog.tables import request_logs
 from modelport.requestlog.usage import UsageRow, daily_usage
-from modelport.storage.tables import ledger_entries, request_logs
 
 T0 = 1_700_000_000_000  # 2023-11-14 22:13 UTC: rows cross a UTC midnight below
 

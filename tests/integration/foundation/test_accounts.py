@@ -10,12 +10,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
 from modelport.accounts.auth import Authenticator
+from modelport.accounts.tables import teams
 from modelport.billing import ledger
 from modelport.billing.topups import topup_team
 from modelport.errors import Conflict, InvalidParameters, NotFound
 from modelport.money import MAX_BALANCE_MICROS, MAX_TOPUP_USD, usd_to_micros
 from modelport.settings import default_tiers
-from modelport.storage.tables import teams
 
 
 async def test_team_names_are_unique_and_validated(engine: AsyncEngine) -> None:

@@ -12,8 +12,8 @@ from modelport.accounts import service as accounts
 from modelport.billing import ledger, reservations
 from modelport.billing.credit import Allocation, CreditBook
 from modelport.billing.settlement import SettlementWriter
+from modelport.billing.tables import credit_reservations
 from modelport.settings import CreditSettings
-from modelport.storage.tables import credit_reservations
 
 
 async def _team(engine: AsyncEngine, name: str, micros: int) -> str:

@@ -16,8 +16,8 @@ from modelport.billing import ledger
 from modelport.billing.credit import CreditBook
 from modelport.billing.key_budget import KeyBudgetShort, KeyHold
 from modelport.billing.settlement import SettlementWriter
+from modelport.billing.tables import key_spend
 from modelport.settings import CreditSettings
-from modelport.storage.tables import key_spend
 
 PERIOD = 1_700_000_000_000
 

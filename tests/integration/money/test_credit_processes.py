@@ -89,8 +89,8 @@ async def test_money_frozen_by_a_killed_process_comes_back_within_the_sweep_inte
 
 
 async def test_money_frozen_by_a_killed_worker_comes_back(tmp_path: Path) -> None:
+    from modelport.billing.tables import credit_reservations
     from modelport.storage.db import create_engine
-    from modelport.storage.tables import credit_reservations
 
     # The workers share one listening socket and the kernel does not spread accepts fairly: one worker may
     # take a whole burst. So new connections keep coming until both workers hold a reservation. The upstream

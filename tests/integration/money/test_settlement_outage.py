@@ -22,9 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts import service as accounts
 from modelport.billing import ledger
 from modelport.billing.settlement import Settlement, SettlementWriter
+from modelport.billing.tables import ledger_entries
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import upgrade_to_head
-from modelport.storage.tables import ledger_entries
 from tests.integration.test_request_logs_writer import Relay
 from tests.support.databases import postgres_database
 

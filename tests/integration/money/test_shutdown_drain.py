@@ -10,8 +10,10 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from modelport.accounts.tables import teams
+from modelport.billing.tables import ledger_entries
+from modelport.requestlog.tables import request_logs
 from modelport.storage.db import create_engine
-from modelport.storage.tables import ledger_entries, request_logs, teams
 from tests.integration.money.helpers import server, team_with_key, write_config
 from tests.support.databases import BACKENDS, migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage

@@ -18,12 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts import notifications
 from modelport.accounts import service as accounts
 from modelport.accounts.limits import period_start_ms
+from modelport.accounts.tables import api_keys
 from modelport.billing import notify
 from modelport.billing.ledger import topup
 from modelport.billing.settlement import Settlement, write_settlements
+from modelport.billing.tables import key_spend
 from modelport.clock import now_ms
 from modelport.errors import RequestLimited
-from modelport.storage.tables import api_keys, key_spend, webhook_deliveries
+from modelport.webhooks.tables import webhook_deliveries
 from tests.support.databases import BACKENDS, migrated_engine
 
 URL = "https://hooks.example.com/modelport"

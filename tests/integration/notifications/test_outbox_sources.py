@@ -16,14 +16,14 @@ from standardwebhooks.webhooks import Webhook
 
 from modelport.accounts import service as accounts
 from modelport.clock import now_ms
-from modelport.media.webhooks import outbox
-from modelport.media.webhooks.secret_box import secret_box
-from modelport.media.webhooks.sender import SecretLookup, WebhookSender, team_secret_lookup
 from modelport.net import SafeFetcher
 from modelport.settings import NetSettings, WebhookSettings
-from modelport.storage.outbox import enqueue, retry_window_ms
-from modelport.storage.tables import webhook_attempts
-from modelport.storage.webhook_states import DeliveryStatus
+from modelport.webhooks import outbox
+from modelport.webhooks.outbox import enqueue, retry_window_ms
+from modelport.webhooks.secret_box import secret_box
+from modelport.webhooks.sender import SecretLookup, WebhookSender, team_secret_lookup
+from modelport.webhooks.states import DeliveryStatus
+from modelport.webhooks.tables import webhook_attempts
 from tests.integration.tasks.helpers import WebhookReceiver
 from tests.support.databases import migrated_engine
 

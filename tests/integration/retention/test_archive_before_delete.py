@@ -15,10 +15,10 @@ from modelport.accounts import service as accounts
 from modelport.media.files.storage.local import LocalFileStore
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
+from modelport.requestlog.tables import request_log_counts, request_logs
 from modelport.retention.archive import ArchiveMismatch
 from modelport.retention.logs import LogPruning, prune_logs
 from modelport.retention.pacing import Pacing
-from modelport.storage.tables import request_log_counts, request_logs
 from tests.support.databases import BACKENDS, migrated_engine
 
 DAY_MS = 86_400_000

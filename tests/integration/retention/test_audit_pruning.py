@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from modelport.accounts.tables import audit_events
 from modelport.clock import now_ms
 from modelport.retention.audit import DAY_MS, AuditEvents
-from modelport.storage.tables import audit_events
 
 
 async def _event(engine: AsyncEngine, at_ms: int) -> None:

@@ -22,8 +22,11 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
+from modelport.accounts.tables import teams
+from modelport.billing.tables import ledger_entries
+from modelport.media.tasks.tables import media_tasks
+from modelport.requestlog.tables import request_logs
 from modelport.storage.db import create_engine
-from modelport.storage.tables import ledger_entries, media_tasks, request_logs, teams
 from tests.integration.gateway.conftest import CONFIG_TOML, catalog_toml
 from tests.integration.retention.test_retention_serve import SKETCH_ENTRY
 from tests.integration.tasks.helpers import (

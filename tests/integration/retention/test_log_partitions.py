@@ -31,12 +31,12 @@ from modelport.requestlog.params import LogQuery
 from modelport.requestlog.query import find_logs
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
+from modelport.requestlog.tables import request_log_counts, request_logs
 from modelport.retention import partitions
 from modelport.retention.pruner import Pruner
 from modelport.settings import RetentionSettings
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import alembic_config, upgrade_to_head
-from modelport.storage.tables import request_log_counts, request_logs
 from tests.support.databases import postgres_database
 
 DAY_MS = 86_400_000

@@ -16,10 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts import service as accounts
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
+from modelport.requestlog.tables import request_logs
 from modelport.retention import partitions
 from modelport.retention.logs import prune_payloads
 from modelport.retention.pacing import Pacing
-from modelport.storage.tables import request_logs
 
 DAY_MS = 86_400_000
 

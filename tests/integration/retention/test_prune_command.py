@@ -20,10 +20,10 @@ from sqlalchemy import select
 from modelport.accounts import service as accounts
 from modelport.requestlog.record import LogRecord
 from modelport.requestlog.store import insert_logs
+from modelport.requestlog.tables import request_logs
 from modelport.retention.lock import pruner_lock
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import upgrade_to_head
-from modelport.storage.tables import request_logs
 
 DAY_MS = 86_400_000
 

@@ -19,8 +19,11 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
+from modelport.accounts.tables import teams
+from modelport.billing.tables import ledger_entries
+from modelport.media.tasks.tables import media_tasks
 from modelport.storage.db import create_engine
-from modelport.storage.tables import ledger_entries, media_tasks, teams, webhook_attempts, webhook_deliveries
+from modelport.webhooks.tables import webhook_attempts, webhook_deliveries
 from tests.integration.gateway.conftest import CONFIG_TOML, catalog_toml
 from tests.integration.tasks.helpers import (
     ADMIN_TOKEN,

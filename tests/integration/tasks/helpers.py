@@ -19,8 +19,12 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
+from modelport.accounts.tables import teams
+from modelport.billing.tables import ledger_entries
+from modelport.media.files.tables import media_files
+from modelport.media.tasks.tables import media_tasks
 from modelport.storage.db import create_engine
-from modelport.storage.tables import ledger_entries, media_files, media_tasks, teams, webhook_deliveries
+from modelport.webhooks.tables import webhook_deliveries
 from tests.support.server import RunningServer, run_server, server_env
 from tests.support.stacks import modelport_stacks
 

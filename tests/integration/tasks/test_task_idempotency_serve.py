@@ -17,8 +17,8 @@ import trustme
 from sqlalchemy import func, select
 
 from modelport.media.idempotency import prune_expired
+from modelport.media.tables import idempotency_keys
 from modelport.storage.db import create_engine
-from modelport.storage.tables import idempotency_keys
 from tests.integration.assets.helpers import Assets, asset_server
 from tests.integration.assets.helpers import make_team as unfunded_team
 from tests.integration.tasks.helpers import (

@@ -12,7 +12,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
+from modelport.accounts.tables import teams
 from modelport.billing.ledger import ledger_sum, topup
+from modelport.billing.tables import ledger_entries
 from modelport.catalog import CatalogStore
 from modelport.clock import now_ms
 from modelport.media.files.storage.local import LocalFileStore
@@ -21,7 +23,6 @@ from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.tasks.states import TaskStatus
 from modelport.net import SafeFetcher
 from modelport.settings import NetSettings, TasksSettings
-from modelport.storage.tables import ledger_entries, teams
 
 PRICE = 2000
 

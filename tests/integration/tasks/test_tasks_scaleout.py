@@ -20,8 +20,8 @@ import httpx
 from PIL import Image
 from sqlalchemy import func, select
 
+from modelport.media.tasks.tables import media_tasks
 from modelport.storage.db import create_engine
-from modelport.storage.tables import media_tasks
 from tests.integration.tasks.helpers import (
     WebhookReceiver,
     assert_settled_once,

@@ -17,16 +17,16 @@ from modelport.accounts import service as accounts
 from modelport.billing.ledger import topup
 from modelport.clock import now_ms
 from modelport.media.tasks import repository as repo
+from modelport.media.tasks.events import Event
 from modelport.media.tasks.states import TaskStatus
-from modelport.media.webhooks import outbox
-from modelport.media.webhooks import secrets as team_secrets
-from modelport.media.webhooks.events import Event
-from modelport.media.webhooks.secret_box import secret_box
-from modelport.media.webhooks.sender import WebhookSender
 from modelport.net import SafeFetcher
 from modelport.net.retry_after import retry_after_seconds
 from modelport.settings import NetSettings, WebhookSettings
-from modelport.storage.tables import webhook_deliveries
+from modelport.webhooks import outbox
+from modelport.webhooks import secrets as team_secrets
+from modelport.webhooks.secret_box import secret_box
+from modelport.webhooks.sender import WebhookSender
+from modelport.webhooks.tables import webhook_deliveries
 from tests.integration.tasks.helpers import WebhookReceiver
 from tests.support.databases import migrated_engine
 

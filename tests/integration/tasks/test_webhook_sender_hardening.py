@@ -15,9 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms
-from modelport.media.webhooks import outbox
 from modelport.net.retry_after import retry_after_seconds
-from modelport.storage.tables import webhook_deliveries
+from modelport.webhooks import outbox
+from modelport.webhooks.tables import webhook_deliveries
 from tests.integration.tasks.helpers import WebhookReceiver
 from tests.integration.tasks.test_webhook_sender import (
     close_fetchers,

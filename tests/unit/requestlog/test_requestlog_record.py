@@ -35,7 +35,7 @@ def test_every_string_column_is_clipped_to_its_width_and_cleared_of_nul() -> Non
     too long (with a NUL in it) and must come back at exactly its width, NUL replaced."""
     from sqlalchemy import String
 
-    from modelport.storage.tables import request_logs
+    from modelport.requestlog.tables import request_logs
 
     widths = {c.key: c.type.length for c in request_logs.c if isinstance(c.type, String) and c.type.length}
     assert {"id", "team_id", "status", "provider", "model_name", "endpoint", "key_id"} <= set(widths)

@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from modelport.accounts.tables import teams
 from modelport.storage.db import create_engine
 from modelport.storage.sqlite_direct import MultiRowInsert, compiled_sql, for_engine
-from modelport.storage.tables import teams
 
 
 def _create(conn: sqlite3.Connection) -> None:

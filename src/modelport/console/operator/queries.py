@@ -15,13 +15,16 @@ from sqlalchemy import ColumnElement, Row, Table, func, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts.keys import hash_key
+from modelport.accounts.tables import api_keys, teams
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters
 from modelport.media.tasks.states import UNFINISHED, TaskStatus
+from modelport.media.tasks.tables import media_tasks
 from modelport.requestlog.record import RequestStatus
-from modelport.storage.tables import api_keys, media_tasks, request_logs, teams, webhook_deliveries
-from modelport.storage.webhook_states import DeliveryStatus
+from modelport.requestlog.tables import request_logs
 from modelport.web.query_int import plain_int
+from modelport.webhooks.states import DeliveryStatus
+from modelport.webhooks.tables import webhook_deliveries
 
 AnyRow = Row[*tuple[Any, ...]]
 PAGE = 50

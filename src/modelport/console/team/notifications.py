@@ -17,11 +17,11 @@ from modelport.console.deps import require_team
 from modelport.console.templating import render
 from modelport.errors import InvalidParameters
 from modelport.media.notifications_api import check_url
-from modelport.media.webhooks import outbox
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 from modelport.web.query_int import plain_int
 from modelport.web.query_limit import enforce_query_limit
+from modelport.webhooks import outbox
 
 router = APIRouter()
 SHOWN_DELIVERIES = 20

@@ -17,9 +17,9 @@ from modelport.media.tasks import repository as task_repo
 from modelport.media.tasks.service import TASKS
 from modelport.media.tasks.states import TaskStatus
 from modelport.media.tasks.views import task_view
-from modelport.media.webhooks import outbox
 from modelport.web.deps import get_services
 from modelport.web.query_int import query_int
+from modelport.webhooks import outbox
 
 router = APIRouter()
 

@@ -10,9 +10,9 @@ from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
 from modelport.console.deps import require_team
 from modelport.console.templating import render
-from modelport.media.webhooks import secrets as team_secrets
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
+from modelport.webhooks import secrets as team_secrets
 
 router = APIRouter()
 

@@ -12,7 +12,8 @@ from typing import Any
 from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.storage.tables import provider_assets, teams
+from modelport.accounts.tables import teams
+from modelport.media.assets.tables import provider_assets
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Row, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.storage.tables import media_files
+from modelport.media.files.tables import media_files
 
 
 @dataclass(frozen=True, slots=True)

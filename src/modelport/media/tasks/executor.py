@@ -24,6 +24,7 @@ from modelport.media.files.storage import FileStore
 from modelport.media.files.stored import put_new
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.backend import Embedded, Hosted, backend_of
+from modelport.media.tasks.events import TaskEvent
 from modelport.media.tasks.hosted.client import ProviderFailed
 from modelport.media.tasks.hosted.media import HostedMedia
 from modelport.media.tasks.inputs import InputUnavailable, read_input
@@ -33,7 +34,6 @@ from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.render.host import RenderFailed, RenderHost, RenderRefused
 from modelport.media.tasks.repository import EventOf, StoredFile, TaskRow
 from modelport.media.tasks.states import TERMINAL, TaskStatus
-from modelport.media.webhooks.events import TaskEvent
 from modelport.net import SafeFetcher
 from modelport.settings import TasksSettings
 

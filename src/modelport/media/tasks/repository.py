@@ -6,7 +6,7 @@ reconcilers, crashes or duplicate queue deliveries race on it:
 
 - create: `task_hold` (available -> frozen) in the transaction that inserts the row;
 - success: `task_release` of the frozen amount + `charge` of the actual price, with the result files' rows
-  (`media.files.repository.insert_in`) and the webhook outbox row (`media.webhooks.events`);
+  (`media.files.repository.insert_in`) and the webhook outbox row (`media.tasks.events`);
 - failed / cancelled: `task_release` of all of it, with the outbox row.
 
 A run is identified by `attempts` (incremented by each claim): the running worker renews its lease and
@@ -24,16 +24,17 @@ from sqlalchemy import ColumnElement, and_, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.accounts.tables import teams
 from modelport.billing import key_budget, notify
 from modelport.billing.key_budget import KeyHold
 from modelport.billing.ledger import freeze_in, settle_in
 from modelport.clock import now_ms
 from modelport.media.files import repository as files_repo
 from modelport.media.files.repository import FileRecord
+from modelport.media.tasks.events import Event, enqueue_task_event
 from modelport.media.tasks.states import UNFINISHED, TaskStatus, sources
-from modelport.media.webhooks.events import Event, enqueue_task_event
+from modelport.media.tasks.tables import media_tasks
 from modelport.metrics import TASK_DURATION, TASKS_CREATED, TASKS_FINISHED
-from modelport.storage.tables import media_tasks, teams
 
 HOLD_KIND = "task_hold"
 # PostgreSQL NOTIFY channel of task row changes (payload: the task id).

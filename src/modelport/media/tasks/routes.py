@@ -28,7 +28,6 @@ from modelport.media import idempotency
 from modelport.media.tasks.holds import HeldStream
 from modelport.media.tasks.service import MAX_PAGE, TASKS, TaskHeaders, TaskService
 from modelport.media.tasks.states import TERMINAL, TaskStatus
-from modelport.media.webhooks import outbox
 from modelport.services import Services
 from modelport.strict_int import bounded_int
 from modelport.web.body import read_body
@@ -36,6 +35,7 @@ from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
 from modelport.web.key_rate import enforce_key_rpm
 from modelport.web.key_watch import watch_key
+from modelport.webhooks import outbox
 
 router = APIRouter(tags=["media tasks"])
 MAX_BODY_BYTES = 256 * 1024

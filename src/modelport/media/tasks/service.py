@@ -31,6 +31,7 @@ from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.backend import Backend, backend_of
+from modelport.media.tasks.events import DEFAULT_EVENTS, Event, TaskEvent, task_event
 from modelport.media.tasks.holds import TeamHolds
 from modelport.media.tasks.inputs import check_public_url
 from modelport.media.tasks.live import TaskChanges
@@ -38,7 +39,6 @@ from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import ListFilter, TaskRow
 from modelport.media.tasks.states import TERMINAL, TaskStatus
 from modelport.media.tasks.views import UrlFor, task_view
-from modelport.media.webhooks.events import DEFAULT_EVENTS, Event, TaskEvent, task_event
 from modelport.money import display_usd
 from modelport.net import SafeFetcher
 from modelport.queue import TaskQueue

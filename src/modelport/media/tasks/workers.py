@@ -18,12 +18,12 @@ from modelport.clock import now_ms
 from modelport.media import idempotency
 from modelport.media.tasks import repository as repo
 from modelport.media.tasks.executor import TaskExecutor
-from modelport.media.webhooks.sender import WebhookSender
 from modelport.metrics import TASK_QUEUE_AGE, TASKS_UNFINISHED
 from modelport.metrics import enabled as metrics_enabled
 from modelport.queue import TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
+from modelport.webhooks.sender import WebhookSender
 
 log = logging.getLogger("modelport.media.tasks")
 TASK_WORKERS: ServiceKey[TaskWorkers] = ServiceKey("task workers")

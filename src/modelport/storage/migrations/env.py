@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from modelport.storage.tables import metadata
+from modelport.storage.schema import all_tables
 
 connection = context.config.attributes.get("connection")
 if connection is None:
@@ -12,7 +12,7 @@ if connection is None:
 
 context.configure(
     connection=connection,
-    target_metadata=metadata,
+    target_metadata=all_tables(),
     render_as_batch=connection.dialect.name == "sqlite",
     compare_type=True,
 )

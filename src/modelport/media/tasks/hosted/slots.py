@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms
-from modelport.storage.tables import upstream_slots
+from modelport.media.tasks.tables import upstream_slots
 
 log = logging.getLogger("modelport.media.hosted")
 

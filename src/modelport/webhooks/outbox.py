@@ -1,7 +1,8 @@
-"""The webhook outbox: delivery rows and their attempts.
+"""The webhook outbox: delivery rows and their attempts, for every source (a task's change, a team
+notification, an operator alert: `registry.py`).
 
-Rows are written by `enqueue` (storage.outbox, re-exported here) in the transaction of the change they
-report: a task's state, a team notification's crossing (team, no task) or an operator alert (no team).
+`enqueue` inserts one `webhook_deliveries` row per event in the caller's transaction, so the event exists
+exactly when the change it reports does (settlement code enqueues in the transaction that moves the money).
 
 A sender claims a due row with a compare-and-swap on `lease_until_ms` and records its attempt together with
 the row's next state only while that claim is still its own; a sender that died leaves the claim to run
@@ -11,6 +12,7 @@ out, and another takes the delivery over. Delivery is at least once: a receiver 
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +22,85 @@ from sqlalchemy import insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.clock import now_ms
-from modelport.storage.outbox import SOURCES, Source, enqueue, new_delivery_id, schedule_end_ms
-from modelport.storage.tables import webhook_attempts, webhook_deliveries
-from modelport.storage.webhook_states import AttemptOutcome, DeliveryStatus
+from modelport.settings import WebhookSettings
+from modelport.webhooks.registry import EVENT_TYPES, SOURCES, Source
+from modelport.webhooks.states import AttemptOutcome, DeliveryStatus
+from modelport.webhooks.tables import webhook_attempts, webhook_deliveries
 
-__all__ = ["SOURCES", "Source", "enqueue", "new_delivery_id", "schedule_end_ms"]  # the write side, for callers
+__all__ = ["SOURCES", "Source"]  # the registry's words, for callers that name a source
+
+
+def new_delivery_id() -> str:
+    """The delivery's id: its `webhook-id` header, the same on every attempt."""
+    return "msg_" + secrets.token_hex(16)
+
+
+def retry_window_ms(settings: WebhookSettings) -> int:
+    """How long the retry schedule can run, at most: the give-up time of an event that reports no result
+    (a notification or an operator alert), counted from its enqueueing. Each delay can stretch by the
+    jitter, and each attempt can take the full timeout; a minute on top covers claims and polling."""
+    delays = sum(settings.schedule_seconds) * (1 + settings.jitter_fraction)
+    attempts = len(settings.schedule_seconds) * (settings.timeout_seconds + settings.poll_interval_seconds)
+    return int((delays + attempts + 60) * 1000)
+
+
+# The retry window of this process's schedule (`use_schedule`, called once at assembly): settlement code
+# that enqueues a notification has no settings at hand, and every process of a deployment has the same.
+_window_ms = retry_window_ms(WebhookSettings())
+
+
+def use_schedule(settings: WebhookSettings) -> None:
+    global _window_ms
+    _window_ms = retry_window_ms(settings)
+
+
+def schedule_end_ms(at_ms: int | None = None) -> int:
+    """The give-up time of a delivery that reports no task, enqueued at `at_ms` (default now)."""
+    return (now_ms() if at_ms is None else at_ms) + _window_ms
+
+
+async def enqueue(
+    conn: AsyncConnection,
+    *,
+    team_id: str | None,
+    url: str,
+    event_type: str,
+    payload: str,
+    source: Source,
+    give_up_at_ms: int | None = None,
+    task_id: str | None = None,
+    delivery_id: str | None = None,
+) -> str:
+    """Insert a pending delivery of `payload` (the exact JSON body every attempt sends) to `url`, due now;
+    its id (`delivery_id` or a new one). `team_id` None: an operator alert (signed with the operator's
+    secret, not a team's). `give_up_at_ms`: no attempt after it; a task's result expiry (required for task
+    rows), by default the retry schedule's end. The caller commits the row with the change it reports."""
+    if source == "task" and (task_id is None or give_up_at_ms is None):
+        raise ValueError("a task delivery needs its task_id and its result's expiry")
+    if (source == "operator") != (team_id is None):
+        raise ValueError("an operator delivery has no team_id; every other delivery has one")
+    if EVENT_TYPES.get(event_type) != source:
+        raise ValueError(f"{event_type!r} is not a {source} event type (webhooks/registry.py)")
+    now = now_ms()
+    row_id = delivery_id or new_delivery_id()
+    await conn.execute(
+        insert(webhook_deliveries).values(
+            id=row_id,
+            task_id=task_id,
+            team_id=team_id,
+            source=source,
+            url=url,
+            event_type=event_type,
+            payload=payload,
+            status=DeliveryStatus.PENDING,
+            attempts=0,
+            next_attempt_at_ms=now,
+            lease_until_ms=0,
+            give_up_at_ms=schedule_end_ms(now) if give_up_at_ms is None else give_up_at_ms,
+            created_at_ms=now,
+        )
+    )
+    return row_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +241,22 @@ async def redeliver(engine: AsyncEngine, team_id: str, delivery_id: str) -> bool
     return bool(result.rowcount)
 
 
+async def is_pending(conn: AsyncConnection, source: Source, *, team_id: str, event_type: str, at_ms: int) -> bool:
+    """Whether the team has a delivery of `event_type` still to be tried at `at_ms` (in the caller's
+    transaction: a notification test sends one at a time)."""
+    d = webhook_deliveries.c
+    pending = await conn.execute(
+        select(d.id).where(
+            d.source == source,
+            d.team_id == team_id,
+            d.event_type == event_type,
+            d.status == DeliveryStatus.PENDING,
+            d.give_up_at_ms > at_ms,
+        )
+    )
+    return pending.first() is not None
+
+
 async def for_task(engine: AsyncEngine, task_id: str) -> list[dict[str, Any]]:
     """The deliveries of a task with every attempt, oldest first (the `GET .../webhooks` view)."""
     async with engine.connect() as conn:
@@ -198,6 +290,26 @@ async def for_team(
         deliveries = (await conn.execute(query.order_by(d.created_at_ms.desc(), d.id.desc()).limit(limit))).all()
         views = await with_attempts(conn, deliveries)
     for view, row in zip(views, deliveries, strict=True):
+        view["payload"] = orjson.loads(row.payload)
+    return views
+
+
+async def for_operator(engine: AsyncEngine, *, limit: int) -> list[dict[str, Any]]:
+    """The latest operator events (no team), newest first, with every attempt and their `payload`; without
+    their URL (the operator's own hook URL, often its credential, is not shown back)."""
+    d = webhook_deliveries.c
+    async with engine.connect() as conn:
+        deliveries = (
+            await conn.execute(
+                select(webhook_deliveries)
+                .where(d.source == "operator")
+                .order_by(d.created_at_ms.desc(), d.id.desc())
+                .limit(limit)
+            )
+        ).all()
+        views = await with_attempts(conn, deliveries)
+    for view, row in zip(views, deliveries, strict=True):
+        del view["url"]
         view["payload"] = orjson.loads(row.payload)
     return views
 

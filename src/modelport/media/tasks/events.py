@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from modelport.media.webhooks import outbox
+from modelport.webhooks import outbox
+from modelport.webhooks.registry import event_body
 
 
 class TaskEvent(StrEnum):
+    # Each member has its row in `webhooks/registry.py` (source `task`).
     # A worker started the task's first run (only when its creator chose it in `X-Webhook-Events`).
     STARTED = "task.started"
     # The running task's progress changed (chosen events only; at most every `progress_webhook_seconds`).
@@ -50,13 +50,7 @@ class Event:
 def task_event(event_type: TaskEvent, data: Mapping[str, Any], *, at_ms: int, give_up_at_ms: int) -> Event:
     """A new event whose body is the Standard Webhooks payload: `type`, `timestamp` (ISO 8601, ms) and
     `data` (the Task as GET returns it)."""
-    when = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
-    body = {
-        "type": event_type,
-        "timestamp": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "data": data,
-    }
-    return Event(outbox.new_delivery_id(), event_type, orjson.dumps(body).decode(), give_up_at_ms)
+    return Event(outbox.new_delivery_id(), event_type, event_body(event_type, data, at_ms), give_up_at_ms)
 
 
 async def enqueue_task_event(conn: AsyncConnection, event: Event, *, team_id: str, task_id: str, url: str) -> None:

@@ -14,10 +14,10 @@ from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
 from modelport.clock import now_ms
-from modelport.media.webhooks import secrets as team_secrets
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, media_auth
 from modelport.web.envelope import ok
+from modelport.webhooks import secrets as team_secrets
 
 router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
 

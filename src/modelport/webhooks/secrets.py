@@ -17,9 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import audit
 from modelport.clock import now_ms
-from modelport.media.webhooks.secret_box import SecretBox, secret_box
 from modelport.services import Services
-from modelport.storage.tables import webhook_secrets
+from modelport.webhooks.secret_box import SecretBox, secret_box
+from modelport.webhooks.tables import webhook_secrets
 
 
 def box_of(services: Services) -> SecretBox:

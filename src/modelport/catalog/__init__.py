@@ -23,11 +23,11 @@ from pydantic import ValidationError
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from modelport.catalog.tables import catalog_models
 from modelport.catalog_spec import CatalogFile, MediaModel, TextModel
 from modelport.clock import now_ms
 from modelport.core.redaction import UPSTREAM_SECRETS, is_credential_header
 from modelport.errors import InvalidParameters, NotFound
-from modelport.storage.tables import catalog_models
 
 log = logging.getLogger("modelport.catalog")
 

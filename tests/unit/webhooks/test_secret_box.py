@@ -1,12 +1,12 @@
-"""Webhook secrets at rest (`media/webhooks/secret_box.py`): sealed per team, opened by the current or the
+"""Webhook secrets at rest (`webhooks/secret_box.py`): sealed per team, opened by the current or the
 previous secret key, plain rows from before read as they are."""
 
 from __future__ import annotations
 
 import pytest
 
-from modelport.media.webhooks.secret_box import SEALED_PREFIX, SecretBox, UnreadableSecret
-from modelport.media.webhooks.secrets import new_secret
+from modelport.webhooks.secret_box import SEALED_PREFIX, SecretBox, UnreadableSecret
+from modelport.webhooks.secrets import new_secret
 
 
 def test_a_sealed_secret_opens_for_its_team_only() -> None:

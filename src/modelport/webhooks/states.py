@@ -1,6 +1,6 @@
 """A webhook delivery's status (`webhook_deliveries.status`) and the outcome of each of its attempts
 (`webhook_attempts.outcome`): what the outbox writes, the sender moves on, the console shows and the
-metrics count. Here, beside `storage.outbox`, because the outbox's write side sits below the features."""
+metrics count."""
 
 from __future__ import annotations
 

@@ -23,15 +23,15 @@ from collections.abc import Awaitable, Callable
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms
-from modelport.media.webhooks import outbox
-from modelport.media.webhooks import secrets as team_secrets
-from modelport.media.webhooks.secret_box import SecretBox
-from modelport.media.webhooks.signing import signed_headers
 from modelport.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_FINAL
 from modelport.net import FetchError, SafeFetcher
 from modelport.net.retry_after import retry_after_seconds
 from modelport.settings import WebhookSettings
-from modelport.storage.webhook_states import AttemptOutcome, DeliveryStatus
+from modelport.webhooks import outbox
+from modelport.webhooks import secrets as team_secrets
+from modelport.webhooks.secret_box import SecretBox
+from modelport.webhooks.signing import signed_headers
+from modelport.webhooks.states import AttemptOutcome, DeliveryStatus
 
 log = logging.getLogger("modelport.webhooks")
 

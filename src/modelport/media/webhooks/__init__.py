@@ -1,1 +1,0 @@
-"""Signed task webhooks (Standard Webhooks): per-team secrets, the outbox, the sender."""
