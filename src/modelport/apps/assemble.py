@@ -125,7 +125,7 @@ def build_services(
         outbox=webhook_outbox(TaskEvents(settings.tasks.result_retention_seconds, files.signed_url)),
     )
     transitions = TaskTransitions(db, effects)
-    tasks = services.add(
+    services.add(
         TASKS,
         TaskService(
             engine=db,

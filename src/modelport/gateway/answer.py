@@ -29,6 +29,7 @@ class Chunks(Protocol):
 
     async def aclose(self) -> None: ...
 
+
 _JSON = (b"content-type", b"application/json")
 _SSE = (
     (b"content-type", b"text/event-stream; charset=utf-8"),

@@ -32,9 +32,9 @@ from modelport.catalog_spec import Deployment
 from modelport.core.codec import ProtocolCodec, TokenCount
 from modelport.core.messages import CanonicalRequest
 from modelport.errors import ServiceError
+from modelport.gateway.attempts import Answered, Attempt
 from modelport.gateway.headers import session_id
 from modelport.gateway.openapi_docs import TOKEN_COUNT, request_body
-from modelport.gateway.attempts import Answered, Attempt
 from modelport.gateway.pipeline import FORWARDED_HEADERS, TEXT_GATEWAY, read_json_body
 from modelport.gateway.routing import Candidate, DeploymentRouter
 from modelport.protocols import CODECS
@@ -111,7 +111,7 @@ class _Counting(Attempt[int | None]):
     is passed over; None when none could (the estimate instead). A 400 from the upstream (the request itself
     is wrong) is the client's 400."""
 
-    __slots__ = ("_codec", "_count", "_canonical", "_body", "_forwarded")
+    __slots__ = ("_body", "_canonical", "_codec", "_count", "_forwarded")
     also_next = frozenset((401, 403))
 
     def __init__(

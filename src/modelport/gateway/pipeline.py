@@ -198,7 +198,9 @@ class TextGateway:
         relayed = relay.result or Relayed(hung_up=True)  # set by the relay's end (`aclose` at the latest)
         self._end(ctx, timings, call, _outcome(timings, call, *_ending(relayed), relayed=relayed))()
 
-    def _end(self, ctx: RequestContext, timings: Timings, call: OpenCall | None, outcome: Outcome) -> Callable[[], None]:
+    def _end(
+        self, ctx: RequestContext, timings: Timings, call: OpenCall | None, outcome: Outcome
+    ) -> Callable[[], None]:
         """The end of one request, however it ended (once): its latency metrics and its cost now, and the
         settlement and log row returned, for the caller to run at once (a failure) or after the answer's last
         byte (`answer.run_after`: off the client's wait). A traced request is settled at once, in its span."""

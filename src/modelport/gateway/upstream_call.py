@@ -89,11 +89,12 @@ class UpstreamCaller:
         """`attempt` over the model's deployments in routing order (`attempts.attempt_each`)."""
         return await attempt_each(self.router, self.pool, self.router.plan(model, session_id), attempt)
 
+
 class _Opening(Attempt[OpenCall]):
     """The attempt of a text request: the deployment's body and headers (fast path or translated), metrics
     and an upstream span per attempt, times in the request's `Timings`; failures count in health."""
 
-    __slots__ = ("_ctx", "_timings", "_metered", "_labelled", "_codec", "_fast", "_strip", "_labels", "_span", "_sent")
+    __slots__ = ("_codec", "_ctx", "_fast", "_labelled", "_labels", "_metered", "_sent", "_span", "_strip", "_timings")
     counts_in_health = True
 
     def __init__(self, ctx: RequestContext, timings: Timings) -> None:
@@ -165,7 +166,7 @@ class _Opening(Attempt[OpenCall]):
 
 
 def _body(
-ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, fast: bool
+    ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, fast: bool
 ) -> tuple[dict[str, Any], bool, bytes | None]:
     """The upstream body, whether the relay must drop an unasked usage chunk, and the exact bytes to send
     when the body is the client's own but for `model` (None: serialise the body)."""
@@ -178,19 +179,16 @@ ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, fast: bool
     else:
         canonical = ctx.canonical
         if cap is not None:
-            canonical = dataclasses.replace(
-                canonical, max_output_tokens=min(cap, canonical.max_output_tokens or cap)
-            )
+            canonical = dataclasses.replace(canonical, max_output_tokens=min(cap, canonical.max_output_tokens or cap))
         elif canonical.max_output_tokens is None and codec.requires_output_cap:
             # The upstream protocol needs a cap the client did not give: the model's maximum output.
-            canonical = dataclasses.replace(
-                canonical, max_output_tokens=deployment_max_output(ctx.model, deployment)
-            )
+            canonical = dataclasses.replace(canonical, max_output_tokens=deployment_max_output(ctx.model, deployment))
         body = codec.encode_request(canonical, deployment.model)
         body["stream"] = ctx.stream
     strip_usage = codec.prepare_upstream_body(body, stream=ctx.stream, fast=fast)
     raw = _client_bytes(ctx, body) if fast else None
     return body, strip_usage, raw
+
 
 def _headers(ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, pool: UpstreamPool) -> dict[str, str]:
     headers = {**deployment.headers, **auth_headers(deployment, pool.api_key(deployment))}

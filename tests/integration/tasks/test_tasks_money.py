@@ -17,8 +17,8 @@ from modelport.catalog import CatalogStore
 from modelport.clock import now_ms
 from modelport.media.files.storage.local import LocalFileStore
 from modelport.media.tasks import reads
-from modelport.media.tasks.rows import NewTask
 from modelport.media.tasks.executor import TaskExecutor
+from modelport.media.tasks.rows import NewTask
 from modelport.media.tasks.states import TaskStatus
 from modelport.net import SafeFetcher
 from modelport.settings import NetSettings, TasksSettings
@@ -54,7 +54,9 @@ async def team_state(engine: AsyncEngine, team_id: str) -> tuple[int, int]:
 async def test_200_concurrent_creations_against_a_balance_for_20(engine: AsyncEngine) -> None:
     team = await accounts.create_team(engine, "t200", tier="free")
     await topup(engine, team.id, 20 * PRICE)
-    results = await asyncio.gather(*(task_transitions(engine).create(new_task(team.id), max_unfinished=1000) for _ in range(200)))
+    results = await asyncio.gather(
+        *(task_transitions(engine).create(new_task(team.id), max_unfinished=1000) for _ in range(200))
+    )
     outcomes = [outcome for outcome, _ in results]
     assert outcomes.count("created") == 20 and outcomes.count("insufficient_balance") == 180
     balance, frozen = await team_state(engine, team.id)
@@ -65,7 +67,9 @@ async def test_200_concurrent_creations_against_a_balance_for_20(engine: AsyncEn
 async def test_concurrency_limit_holds_under_a_burst(engine: AsyncEngine) -> None:
     team = await accounts.create_team(engine, "burst", tier="free")
     await topup(engine, team.id, 1_000_000)
-    results = await asyncio.gather(*(task_transitions(engine).create(new_task(team.id), max_unfinished=3) for _ in range(40)))
+    results = await asyncio.gather(
+        *(task_transitions(engine).create(new_task(team.id), max_unfinished=3) for _ in range(40))
+    )
     assert [o for o, _ in results].count("created") == 3
     balance, frozen = await team_state(engine, team.id)
     assert frozen == 3 * PRICE and balance == 1_000_000 - 3 * PRICE

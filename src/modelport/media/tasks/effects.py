@@ -67,7 +67,9 @@ async def notify_crossings(conn: AsyncConnection, task: TaskRow, cost_micros: in
     """A charge may cross the team's (and the key's) notification thresholds (`billing.notify`)."""
     if not cost_micros:
         return
-    keys = [] if task.key_id is None or task.key_period_ms is None else [(task.team_id, task.key_id, task.key_period_ms)]
+    keys = (
+        [] if task.key_id is None or task.key_period_ms is None else [(task.team_id, task.key_id, task.key_period_ms)]
+    )
     await notify.after_settlement(conn, [task.team_id], keys)
 
 
@@ -82,4 +84,3 @@ def webhook_outbox(event_of: EventOf) -> Outbox:
             await enqueue_task_event(conn, event, team_id=task.team_id, task_id=task.id, url=task.webhook_url)
 
     return enqueue
-
