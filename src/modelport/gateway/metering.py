@@ -52,6 +52,7 @@ LEASE_TTL_SECONDS = 15 * 60
 TOKEN_FLUSH_SECONDS = 0.05
 METERING: ServiceKey[Metering] = ServiceKey("metering")
 UNPRICED = Priced(0, PriceTier.STANDARD)  # no usage to bill
+Counted = tuple[str, int, int]  # a count against a token-per-minute limit: (limiter key, limit, tokens)
 
 
 def billed_usage(ctx: RequestContext, outcome: Outcome) -> Usage | None:
@@ -122,11 +123,10 @@ class Metering:
                 limits.rpm,
                 1,
                 "this API key's rate limit of {} requests per minute",
-                [],
             )
         hold = output_hold(ctx, self._settings.credit.min_output_tokens)
         tokens = 0
-        counted: list[tuple[str, int, int]] = []  # the token counts made, given back if refused
+        counted: tuple[Counted, ...] = ()  # the token counts made, given back if refused
         if tier.tpm is not None or (limits is not None and limits.tpm is not None):
             # The client's cap, else the minimum output cap: a rate limit, not money, so the model's whole
             # maximum output is not assumed; the count is corrected to the usage when the request ends.
@@ -134,17 +134,21 @@ class Metering:
             expected_output = min(hold.bound, client_cap or self._settings.credit.min_output_tokens)
             tokens = estimate_input_tokens(ctx.canonical) + expected_output
             if tier.tpm is not None:
-                await self._rate(
-                    ctx, f"team:{team}:tpm", tier.tpm, tokens, "the team's limit of {} tokens per minute", counted
+                counted += (
+                    await self._rate(
+                        ctx, f"team:{team}:tpm", tier.tpm, tokens, "the team's limit of {} tokens per minute", counted
+                    ),
                 )
             if limits is not None and limits.tpm is not None:
-                await self._rate(
-                    ctx,
-                    key_tpm_limiter_key(ctx.auth.key_id),
-                    limits.tpm,
-                    tokens,
-                    "this API key's limit of {} tokens per minute",
-                    counted,
+                counted += (
+                    await self._rate(
+                        ctx,
+                        key_tpm_limiter_key(ctx.auth.key_id),
+                        limits.tpm,
+                        tokens,
+                        "this API key's limit of {} tokens per minute",
+                        counted,
+                    ),
                 )
         lease = await self._limiters.concurrency.acquire(
             f"team:{team}:inflight", tier.concurrent_requests, LEASE_TTL_SECONDS
@@ -196,7 +200,7 @@ class Metering:
             tpm_tokens=tokens,
             allocation=allocation,
             lease=lease,
-            counted=tuple(counted),
+            counted=counted,
         )
 
     async def _rate(
@@ -206,21 +210,21 @@ class Metering:
         limit: int,
         cost: int,
         detail: str,
-        counted: list[tuple[str, int, int]],
-    ) -> None:
+        made: Sequence[Counted] = (),
+    ) -> Counted:
         """Count `cost` against a limit of the key or team (a request larger than a whole minute's tokens
-        counts as that minute), added to `counted` (the admission's token counts); 429 with that limit's own
-        headers when it does not fit, after giving back the counts made so far."""
+        counts as that minute) and return the count made; 429 with that limit's own headers when it does not
+        fit, after giving back the counts `made` before it."""
         cost = min(cost, limit)
         decision = await self._limiters.rate.hit(key, limit, 60, cost)
         if not decision.allowed:
             limited = RateLimited(detail.format(limit), headers=rate_limit_headers(decision))
             self._log_refusal(ctx, limited.status, limited.text_message)
-            self._return_tokens(counted)
+            self._return_tokens(made)
             raise limited
-        counted.append((key, limit, cost))
+        return key, limit, cost
 
-    def _return_tokens(self, counted: Sequence[tuple[str, int, int]], usage: Usage | None = None) -> None:
+    def _return_tokens(self, counted: Sequence[Counted], usage: Usage | None = None) -> None:
         """Correct the tokens counted on admission to what the request used (all of them back if refused)."""
         if not counted:
             return
