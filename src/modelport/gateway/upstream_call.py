@@ -83,7 +83,8 @@ class UpstreamCaller:
     async def open(self, ctx: RequestContext, timings: Timings) -> OpenCall:
         """The first deployment to answer 200. Times go to `timings` as they happen (an attempt made counts
         even when the client hangs up before an answer: `timings.first_attempt`)."""
-        return await self.attempt(ctx.model, ctx.session_id, _Opening(ctx, timings))
+        candidates = self.router.plan(ctx.model, ctx.session_id)
+        return await attempt_each(self.router, self.pool, candidates, _Opening(ctx, timings))
 
     async def attempt(self, model: TextModel, session_id: str | None, attempt: Attempt[T]) -> T:
         """`attempt` over the model's deployments in routing order (`attempts.attempt_each`)."""
