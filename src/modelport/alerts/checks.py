@@ -20,7 +20,7 @@ from modelport.alerts.events import (
 )
 from modelport.alerts.state import alert_key
 from modelport.clock import now_ms
-from modelport.media.tasks import repository as tasks
+from modelport.media.tasks import scans
 from modelport.settings import AlertsSettings, Settings
 
 BACKLOG_KEY = "tasks.backlog"
@@ -39,7 +39,7 @@ async def backlog(engine: AsyncEngine, settings: AlertsSettings) -> Observation:
     """Alerting while a queued task has waited longer than `task_backlog_seconds`; resolved once none has."""
     now = now_ms()
     threshold_ms = int(settings.task_backlog_seconds * 1000)
-    found = await tasks.backlog(engine, cutoff_ms=now - threshold_ms)
+    found = await scans.backlog(engine, cutoff_ms=now - threshold_ms)
     data: dict[str, object] = {"queued": found.queued, "threshold_seconds": settings.task_backlog_seconds}
     if found.older_than_cutoff:
         assert found.oldest_created_at_ms is not None

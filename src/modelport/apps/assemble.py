@@ -30,9 +30,18 @@ from modelport.media.files.service import FILES, FilesService
 from modelport.media.files.storage import build_store
 from modelport.media.files.sweeper import FILES_SWEEPER, Sweeper
 from modelport.media.idempotency import IDEMPOTENCY_KEYS, IdempotencyKeys
+from modelport.media.tasks.effects import (
+    TaskEffects,
+    notify_crossings,
+    release_freeze,
+    settle_key_budget,
+    webhook_outbox,
+)
 from modelport.media.tasks.executor import TaskExecutor
 from modelport.media.tasks.live import TASK_CHANGES, TaskChanges
 from modelport.media.tasks.service import TASK_QUEUE, TASKS, TaskService
+from modelport.media.tasks.task_events import TaskEvents
+from modelport.media.tasks.transitions import TaskTransitions
 from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
@@ -108,7 +117,15 @@ def build_services(
             prefix=settings.ratelimit_prefix,
         ),
     )
-    tasks = services.add(
+    # What a task's change does besides its row, in its transaction: an ending settles its money (the team's
+    # ledger, then the key's spend period: the lock order; then the notification thresholds it crosses),
+    # and every change writes the webhook event its creator chose.
+    effects = TaskEffects(
+        settled=(release_freeze, settle_key_budget, notify_crossings),
+        outbox=webhook_outbox(TaskEvents(settings.tasks.result_retention_seconds, files.signed_url)),
+    )
+    transitions = TaskTransitions(db, effects)
+    services.add(
         TASKS,
         TaskService(
             engine=db,
@@ -118,6 +135,7 @@ def build_services(
             settings=settings.tasks,
             url_for=files.signed_url,
             tier_limit=lambda tier: settings.tier(tier).concurrent_media_tasks,
+            transitions=transitions,
             changes=changes,
         ),
     )
@@ -139,7 +157,7 @@ def build_services(
             store=files.store,
             fetcher=fetcher,
             settings=settings.tasks,
-            outbox=tasks.webhook_event,
+            transitions=transitions,
             on_terminal=sender.wake,
             changes=changes,
         )

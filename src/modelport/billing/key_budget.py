@@ -4,7 +4,7 @@ A key with a spend limit has one row per period (`accounts.limits.period_start_m
 was charged) and `frozen_micros` (what credit reservations and media tasks hold against the limit). What
 the key may still take is `limit - spent - frozen`. A hold is conditional and made under the row's lock,
 in the same transaction as the team's hold (`ledger.reserve` for the text gateway's reservations,
-`media.tasks.repository.create` for tasks), so every process together never freezes more than the key
+`media.tasks.transitions.TaskTransitions.create` for tasks), so every process together never freezes more than the key
 may spend; settlements and sweeps release and charge it in the transaction that moves the team's money.
 
 Lock order: the team's row, then its key's row (every writer), so no two transactions wait on each other.

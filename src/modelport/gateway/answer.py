@@ -10,7 +10,8 @@ request's settlement and log row run after the answer's last byte (`run_after`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Protocol
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -18,6 +19,17 @@ from starlette.types import Receive, Scope, Send
 from modelport.web.disconnect import DisconnectWatch
 
 RawHeaders = list[tuple[bytes, bytes]]
+
+
+class Chunks(Protocol):
+    """What a stream answer sends: chunks to iterate, and a way to end them early (`relay.StreamRelay`, or
+    any async generator)."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
 _JSON = (b"content-type", b"application/json")
 _SSE = (
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -54,12 +66,12 @@ class StreamAnswer(Response):
     A client that hangs up cancels the relay at once (it bills what was produced and releases the upstream),
     even while the upstream is silent (`web.disconnect.DisconnectWatch`)."""
 
-    def __init__(self, chunks: AsyncGenerator[bytes, None], *, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(self, chunks: Chunks, *, headers: Mapping[str, str] | None = None) -> None:
         self.status_code = 200
         self.chunks = chunks
         self.background = None
         self.raw_headers = [*_SSE, *raw_headers(headers or {})]
-        self.after: Callable[[], None] | None = None  # see `run_after`; the relay's end sets it
+        self.after: Callable[[], None] | None = None  # see `run_after`
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:

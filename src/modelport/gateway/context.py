@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelport.accounts.auth import AuthContext
+from modelport.billing.credit import Allocation
 from modelport.catalog_spec import TextModel
 from modelport.core.codec import ProtocolCodec
 from modelport.core.messages import CanonicalRequest
 from modelport.core.usage import Usage
 from modelport.errors import ServiceError
+from modelport.ratelimit import Lease
 from modelport.requestlog.record import RequestStatus
 
 CLIENT_GONE = "client disconnected"
@@ -21,8 +23,9 @@ CLIENT_GONE = "client disconnected"
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """What metering's admission decided for a request it let through (`Metering.admit` returns it; the
-    pipeline keeps it on the context)."""
+    """What metering's admission decided for a request it let through, and what it holds for it until the
+    request is settled (`Metering.admit` returns it; the pipeline keeps it on the context and
+    `Metering.settle` gives it back)."""
 
     # The hold taken from the team's credit reservation, settled when the request ends.
     held_micros: int
@@ -33,6 +36,11 @@ class Admission:
     headers: Mapping[str, str]
     # Tokens counted against token-per-minute limits (estimated input + expected output; 0: no such limit).
     tpm_tokens: int
+    # The holding, given back by settlement: the hold's allocation from the reservation, the team's
+    # in-flight slot, and each token-per-minute count made (limiter key, limit, tokens counted).
+    allocation: Allocation | None = None
+    lease: Lease | None = None
+    counted: tuple[tuple[str, int, int], ...] = ()
 
 
 # Before admission (and for a request refused by it): nothing held, no cap.

@@ -6,7 +6,8 @@ Exact when the model has a deployment whose kind has a counting endpoint
 endpoint (the deployments in routing order; one that is rate limited, failing or without the endpoint is
 skipped). Exact for the embedded local model too: the request, translated to Chat Completions as a call
 would be, goes through the model's own chat template and tokenizer (llama.cpp; nothing is generated).
-Otherwise, or when no such upstream answers, the gateway's estimate (the one it holds credit
+The deployments are tried by the one attempt loop (`attempts.py`) as a free call: no deployment's health
+counts it. Otherwise, or when no such upstream answers, the gateway's estimate (the one it holds credit
 with: characters / 4, a fixed amount per media part, + 16); the answer says which with `estimated`.
 Input certainly longer than the model's context window (more than 16 characters per token of it) is
 answered from the estimate with `over_context_window`, never tokenized: counting is free, so its CPU is
@@ -31,13 +32,15 @@ from modelport.catalog_spec import Deployment
 from modelport.core.codec import ProtocolCodec, TokenCount
 from modelport.core.messages import CanonicalRequest
 from modelport.errors import ServiceError
+from modelport.gateway.attempts import Answered, Attempt
 from modelport.gateway.headers import session_id
 from modelport.gateway.openapi_docs import TOKEN_COUNT, request_body
-from modelport.gateway.pipeline import FORWARDED_HEADERS, TEXT_GATEWAY, TextGateway, read_json_body
-from modelport.gateway.upstream_errors import client_error_for, is_deployment_fault, is_retryable
+from modelport.gateway.pipeline import FORWARDED_HEADERS, TEXT_GATEWAY, read_json_body
+from modelport.gateway.routing import Candidate, DeploymentRouter
 from modelport.protocols import CODECS
 from modelport.upstreams.kinds import auth_headers, codec_of, count_tokens_url
-from modelport.upstreams.transport import UpstreamUnreachable
+from modelport.upstreams.pool import UpstreamPool
+from modelport.upstreams.transport import UpstreamReply
 from modelport.web.deps import get_services, text_auth
 from modelport.web.envelope import JSONBytesResponse
 from modelport.web.query_limit import enforce_query_limit
@@ -95,19 +98,68 @@ async def count_tokens(request: Request, auth: AuthContext, codec: ProtocolCodec
         answer = {"input_tokens": estimate, "estimated": True, "over_context_window": True, "context_window": window}
         return JSONBytesResponse(answer, headers=limit_headers)
     forwarded = {h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers}
-    for candidate in gateway.caller.router.plan(model, session_id(request.headers)):
-        if gateway.caller.router.is_cooling(candidate):
-            continue
-        if candidate.deployment.kind == "local":
-            exact = await _local_count(gateway, candidate.deployment, canonical)
-        else:
-            exact = await _upstream_count(gateway, candidate.deployment, codec, count, body, forwarded)
-        if exact is not None:
-            return JSONBytesResponse({"input_tokens": exact}, headers=limit_headers)
+    counting = _Counting(codec, count, canonical, body, forwarded)
+    exact = await gateway.caller.attempt(model, session_id(request.headers), counting)
+    if exact is not None:
+        return JSONBytesResponse({"input_tokens": exact}, headers=limit_headers)
     return JSONBytesResponse({"input_tokens": estimate, "estimated": True}, headers=limit_headers)
 
 
-async def _local_count(gateway: TextGateway, deployment: Deployment, canonical: CanonicalRequest) -> int | None:
+class _Counting(Attempt[int | None]):
+    """The attempt of a count: free, so it counts in no deployment's health; a deployment that cannot give an
+    exact count (not the client's protocol, no counting endpoint, rate limited, down, misconfigured: 401/403)
+    is passed over; None when none could (the estimate instead). A 400 from the upstream (the request itself
+    is wrong) is the client's 400."""
+
+    __slots__ = ("_body", "_canonical", "_codec", "_count", "_forwarded")
+    also_next = frozenset((401, 403))
+
+    def __init__(
+        self,
+        codec: ProtocolCodec,
+        count: TokenCount,
+        canonical: CanonicalRequest,
+        body: dict[str, Any],
+        forwarded: dict[str, str],
+    ) -> None:
+        self._codec = codec
+        self._count = count
+        self._canonical = canonical
+        self._body = body
+        self._forwarded = forwarded
+
+    def codec(self, candidate: Candidate) -> ProtocolCodec:
+        return self._codec  # only deployments of the client's protocol are sent a count
+
+    async def send(self, pool: UpstreamPool, candidate: Candidate) -> UpstreamReply | Answered[int | None] | None:
+        deployment = candidate.deployment
+        if deployment.kind == "local":
+            exact = await _local_count(pool, deployment, self._canonical)
+            return None if exact is None else Answered(exact)
+        url = count_tokens_url(deployment)
+        if url is None or codec_of(deployment) is not self._codec:
+            return None
+        headers = {
+            **deployment.headers,
+            **auth_headers(deployment, pool.api_key(deployment)),
+            **self._codec.upstream_headers(self._forwarded),
+        }
+        tracing.inject(None, headers, self._forwarded)  # the request span's trace context, or the client's
+        return await pool.http(deployment, url).send(
+            self._count.upstream_body(self._body, deployment.model), headers, stream=False
+        )
+
+    async def answered(self, candidate: Candidate, reply: UpstreamReply) -> int | None:
+        return self._count.read_count(await reply.read_all())
+
+    def unavailable(self, candidates: list[Candidate], router: DeploymentRouter) -> int | None:
+        return None
+
+    def exhausted(self, last_status: int | None, candidates: list[Candidate], router: DeploymentRouter) -> int | None:
+        return None
+
+
+async def _local_count(pool: UpstreamPool, deployment: Deployment, canonical: CanonicalRequest) -> int | None:
     """The embedded model's own count; None (estimate instead) if it cannot give one (not installed, or a
     request it would refuse, such as an image part)."""
     if _LOCAL_COUNTS.locked():
@@ -116,41 +168,6 @@ async def _local_count(gateway: TextGateway, deployment: Deployment, canonical: 
         chat_body = codec_of(deployment).encode_request(canonical, deployment.model)
         try:
             # On the model's worker threads, never on the event loop.
-            return await gateway.caller.pool.local_model(deployment).count_prompt_tokens(chat_body)
+            return await pool.local_model(deployment).count_prompt_tokens(chat_body)
         except ServiceError:
             return None
-
-
-async def _upstream_count(
-    gateway: TextGateway,
-    deployment: Deployment,
-    codec: ProtocolCodec,
-    count: TokenCount,
-    body: dict[str, Any],
-    forwarded: dict[str, str],
-) -> int | None:
-    """The upstream's exact count, None if this deployment cannot give one. A 400 from the upstream (the
-    request itself is wrong) is the client's 400."""
-    url = count_tokens_url(deployment)
-    if url is None or codec_of(deployment) is not codec:
-        return None
-    pool = gateway.caller.pool
-    headers = {
-        **deployment.headers,
-        **auth_headers(deployment, pool.api_key(deployment)),
-        **codec.upstream_headers(forwarded),
-    }
-    tracing.inject(None, headers, forwarded)  # the request span's trace context, or the client's as it came
-    try:
-        reply = await pool.http(deployment, url).send(
-            count.upstream_body(body, deployment.model), headers, stream=False
-        )
-    except UpstreamUnreachable:
-        return None
-    raw = await reply.read_all()
-    if reply.status == 200:
-        return count.read_count(raw)
-    fault = codec.upstream_fault(raw)
-    if is_retryable(reply.status) or is_deployment_fault(reply.status, fault) or reply.status in (401, 403):
-        return None  # rate limited, down, misconfigured or without the endpoint: estimate instead
-    raise client_error_for(reply.status, fault)

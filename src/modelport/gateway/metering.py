@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from modelport.billing import notify
-from modelport.billing.credit import Allocation, CreditBook
+from modelport.billing.credit import CreditBook
 from modelport.billing.key_budget import KeyBudgetShort, key_hold
 from modelport.billing.pricing import CHARS_PER_TOKEN, Priced, estimate_input_tokens, price_usage
 from modelport.billing.rates import PriceTier
@@ -52,6 +52,7 @@ LEASE_TTL_SECONDS = 15 * 60
 TOKEN_FLUSH_SECONDS = 0.05
 METERING: ServiceKey[Metering] = ServiceKey("metering")
 UNPRICED = Priced(0, PriceTier.STANDARD)  # no usage to bill
+Counted = tuple[str, int, int]  # a count against a token-per-minute limit: (limiter key, limit, tokens)
 
 
 def billed_usage(ctx: RequestContext, outcome: Outcome) -> Usage | None:
@@ -97,18 +98,15 @@ class Metering:
         self._engine = engine
         self._limiters = limiters
         self._credit = credit
-        self._allocations: dict[str, Allocation] = {}
         self.log_sink = log_sink
-        self._leases: dict[str, Lease] = {}
-        # Tokens counted on admission against TPM limits, per request: (limiter key, limit, tokens).
-        self._tokens: dict[str, list[tuple[str, int, int]]] = {}
         self._corrections: dict[str, list[int]] = {}  # limiter key -> [limit, tokens to add (or give back)]
         self._flush: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     async def admit(self, ctx: RequestContext) -> Admission:
         """Let the request through (what was decided is returned; nothing on `ctx` is written) or raise the
-        refusal, after logging it. The hold, lease and counted tokens stay here until `finish`."""
+        refusal, after logging it. The hold, the in-flight lease and the counted tokens travel in the returned
+        `Admission` until `settle` gives them back; a refusal gives back what it had taken."""
         tier = self._settings.tier(ctx.auth.tier)
         team = ctx.auth.team_id
         decision = await self._limiters.rate.hit(f"team:{team}:inference", tier.inference_rpm)
@@ -128,45 +126,47 @@ class Metering:
             )
         hold = output_hold(ctx, self._settings.credit.min_output_tokens)
         tokens = 0
+        counted: tuple[Counted, ...] = ()  # the token counts made, given back if refused
         if tier.tpm is not None or (limits is not None and limits.tpm is not None):
             # The client's cap, else the minimum output cap: a rate limit, not money, so the model's whole
             # maximum output is not assumed; the count is corrected to the usage when the request ends.
             client_cap = ctx.canonical.max_output_tokens
             expected_output = min(hold.bound, client_cap or self._settings.credit.min_output_tokens)
             tokens = estimate_input_tokens(ctx.canonical) + expected_output
-            counted: list[tuple[str, int, int]] = []
-            self._tokens[ctx.request_id] = counted
             if tier.tpm is not None:
-                await self._rate(
-                    ctx, f"team:{team}:tpm", tier.tpm, tokens, "the team's limit of {} tokens per minute", counted
+                counted += (
+                    await self._rate(
+                        ctx, f"team:{team}:tpm", tier.tpm, tokens, "the team's limit of {} tokens per minute", counted
+                    ),
                 )
             if limits is not None and limits.tpm is not None:
-                await self._rate(
-                    ctx,
-                    key_tpm_limiter_key(ctx.auth.key_id),
-                    limits.tpm,
-                    tokens,
-                    "this API key's limit of {} tokens per minute",
-                    counted,
+                counted += (
+                    await self._rate(
+                        ctx,
+                        key_tpm_limiter_key(ctx.auth.key_id),
+                        limits.tpm,
+                        tokens,
+                        "this API key's limit of {} tokens per minute",
+                        counted,
+                    ),
                 )
         lease = await self._limiters.concurrency.acquire(
             f"team:{team}:inflight", tier.concurrent_requests, LEASE_TTL_SECONDS
         )
         if lease is None:
-            self._return_tokens(ctx)
+            self._return_tokens(counted)
             busy = RequestLimited(
                 f"too many requests in flight for this team (limit {tier.concurrent_requests})",
                 headers={**headers, "Retry-After": "1"},
             )
             self._log_refusal(ctx, busy.status, busy.text_message)
             raise busy
-        self._leases[ctx.request_id] = lease
         try:
             key = None if limits is None else key_hold(ctx.auth.key_id, limits, now_ms())
             allocation = await self._credit.admit(team, hold.estimate, key, hold.minimum)
         except KeyBudgetShort:
-            await self._release_lease(ctx)
-            self._return_tokens(ctx)
+            await self._limiters.concurrency.release(lease)
+            self._return_tokens(counted)
             spent = InsufficientQuota(
                 "Insufficient balance: the API key's spend limit is reached",
                 code="key_budget_exceeded",
@@ -175,12 +175,12 @@ class Metering:
             self._log_refusal(ctx, spent.status, spent.text_message)
             raise spent from None
         except BaseException:
-            await self._release_lease(ctx)
-            self._return_tokens(ctx)
+            await self._limiters.concurrency.release(lease)
+            self._return_tokens(counted)
             raise
         if allocation is None:
-            await self._release_lease(ctx)
-            self._return_tokens(ctx)
+            await self._limiters.concurrency.release(lease)
+            self._return_tokens(counted)
             await notify.balance_exhausted(self._engine, team)  # the first 402 since the last top-up
             poor = InsufficientQuota(
                 "Insufficient balance: top up the team's balance to use this model",
@@ -189,12 +189,19 @@ class Metering:
             )
             self._log_refusal(ctx, poor.status, poor.text_message)
             raise poor
-        self._allocations[ctx.request_id] = allocation
         # The team's credit covers less than the model's maximum output: the answer is capped to what it
         # covers, on every path (docs/api/text-gateway.md, Billing).
         held = allocation.estimate_micros
         cap = hold.covered_tokens(held) if held < hold.estimate else None
-        return Admission(held_micros=held, output_cap=cap, headers=headers, tpm_tokens=tokens)
+        return Admission(
+            held_micros=held,
+            output_cap=cap,
+            headers=headers,
+            tpm_tokens=tokens,
+            allocation=allocation,
+            lease=lease,
+            counted=counted,
+        )
 
     async def _rate(
         self,
@@ -203,23 +210,22 @@ class Metering:
         limit: int,
         cost: int,
         detail: str,
-        counted: list[tuple[str, int, int]] | None = None,
-    ) -> None:
+        made: Sequence[Counted] = (),
+    ) -> Counted:
         """Count `cost` against a limit of the key or team (a request larger than a whole minute's tokens
-        counts as that minute); 429 with that limit's own headers when it does not fit."""
+        counts as that minute) and return the count made; 429 with that limit's own headers when it does not
+        fit, after giving back the counts `made` before it."""
         cost = min(cost, limit)
         decision = await self._limiters.rate.hit(key, limit, 60, cost)
         if not decision.allowed:
             limited = RateLimited(detail.format(limit), headers=rate_limit_headers(decision))
             self._log_refusal(ctx, limited.status, limited.text_message)
-            self._return_tokens(ctx)
+            self._return_tokens(made)
             raise limited
-        if counted is not None:
-            counted.append((key, limit, cost))
+        return key, limit, cost
 
-    def _return_tokens(self, ctx: RequestContext, usage: Usage | None = None) -> None:
+    def _return_tokens(self, counted: Sequence[Counted], usage: Usage | None = None) -> None:
         """Correct the tokens counted on admission to what the request used (all of them back if refused)."""
-        counted = self._tokens.pop(ctx.request_id, None)
         if not counted:
             return
         used = 0 if usage is None else usage.input_tokens + usage.output_tokens
@@ -267,15 +273,14 @@ class Metering:
         """Settle and log the request (once) at the price `price` gave: limiter counts corrected, the hold
         settled, the concurrency lease released, the log row queued."""
         cost = priced.cost_micros
-        if ctx.request_id in self._tokens:
-            self._return_tokens(ctx, usage)
+        admission = ctx.admission
+        if admission.counted:
+            self._return_tokens(admission.counted, usage)
         _record(ctx.model.id, outcome.status, usage, cost)
-        allocation = self._allocations.pop(ctx.request_id, None)
-        if allocation is not None:
-            self._credit.settle(allocation, cost, ctx.request_id)
-        lease = self._leases.pop(ctx.request_id, None)
-        if lease is not None:
-            self._spawn_release(lease)
+        if admission.allocation is not None:
+            self._credit.settle(admission.allocation, cost, ctx.request_id)
+        if admission.lease is not None:
+            self._spawn_release(admission.lease)
         if self.log_sink is not None:
             self.log_sink(ctx, outcome, usage, priced)
 
@@ -286,11 +291,6 @@ class Metering:
     def _log_refusal(self, ctx: RequestContext, status: int, message: str) -> None:
         if self.log_sink is not None:
             self.log_sink(ctx, Outcome(RequestStatus.ERROR, status, error=message), None, UNPRICED)
-
-    async def _release_lease(self, ctx: RequestContext) -> None:
-        lease = self._leases.pop(ctx.request_id, None)
-        if lease is not None:
-            await self._limiters.concurrency.release(lease)
 
     def _spawn_release(self, lease: Lease) -> None:
         # In-process limits release at once: no task per request (about 2 % of a fast-path request's CPU).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, TypeVar
 
@@ -32,7 +32,7 @@ from modelport.gateway.live_streams import LiveStreams
 from modelport.gateway.metering import Metering
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
-from modelport.gateway.relay import fast_body, fast_stream, translated_body, translated_stream
+from modelport.gateway.relay import StreamRelay, fast_body, translated_body
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
 from modelport.money import micros_to_usd
 from modelport.protocols import CODECS
@@ -43,7 +43,7 @@ from modelport.web.body import read_body
 from modelport.web.deps import text_auth
 from modelport.web.disconnect import DisconnectWatch
 
-T = TypeVar("T")
+E = TypeVar("E", bound=ServiceError)
 
 # Inline media may be 16 MB (about 21.4 MB as base64) and a conversation carries more than one part.
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -152,71 +152,54 @@ class TextGateway:
         admission = await (self.metering.admit(ctx) if ctx.trace is None else _traced_admission(self.metering, ctx))
         ctx.admission = admission
         ctx.extra_response_headers.update(admission.headers)
-        opened: list[OpenCall] = []  # the answered call, known even if the client leaves while it is read
+        call: OpenCall | None = None  # the answered call, known even if the client leaves while it is read
         try:
             ctx.rewritten = await self.own_media.inline(ctx.canonical)
             # Until the upstream has answered (the whole body, when not streaming) a hang-up cancels the call.
-            call, payload = await _until_disconnect(request, self._call(ctx, timings, opened))
+            with DisconnectWatch(request.receive) as watch:
+                try:
+                    call = await self.caller.open(ctx, timings)
+                    payload = None if ctx.stream else await _whole_body(call, timings)
+                except asyncio.CancelledError:
+                    if watch.gone:
+                        raise ClientGone() from None
+                    raise
         except ServiceError as exc:
-            self._end(
-                ctx, timings, opened, _outcome(timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
-            )()
-            exc.headers = {**ctx.extra_response_headers, **exc.headers}
-            raise
+            self._end(ctx, timings, call, _outcome(timings, call, RequestStatus.ERROR, exc.text_message, exc.status))()
+            raise _answered_with(exc, ctx.extra_response_headers) from exc
         except BaseException:
-            self._end(ctx, timings, opened, _outcome(timings, opened, RequestStatus.CANCELLED, CLIENT_GONE, 499))()
+            self._end(ctx, timings, call, _outcome(timings, call, RequestStatus.CANCELLED, CLIENT_GONE, 499))()
             raise
         response_id = ctx.codec.response_id_prefix + ctx.request_id.removeprefix("req_")
         if payload is None:
             self.live_streams.add(call.reply)
-
-            def done(relayed: Relayed) -> None:
-                self.live_streams.discard(call.reply)
-                # Settled once the stream's end is sent (`answer.run_after`), not before its last bytes.
-                answer.after = self._end(
-                    ctx, timings, opened, _outcome(timings, opened, *_ending(relayed), relayed=relayed)
-                )
-
-            stream = (
-                fast_stream(ctx, call, timings, done)
-                if call.fast
-                else translated_stream(ctx, call, response_id, timings, done)
-            )
-            answer = StreamAnswer(stream, headers=ctx.extra_response_headers)
+            relay = StreamRelay(ctx, call, timings, response_id)
+            answer = StreamAnswer(relay, headers=ctx.extra_response_headers)
+            # Settled once the stream's end is sent (`answer.run_after`), from what the relay learned.
+            answer.after = partial(self._stream_ended, ctx, timings, call, relay)
             return answer
         try:
             content, relayed = (
                 fast_body(ctx, call, payload) if call.fast else translated_body(ctx, call, payload, response_id)
             )
         except ServiceError as exc:
-            exc.headers = {**ctx.extra_response_headers, **exc.headers}
-            self._end(
-                ctx, timings, opened, _outcome(timings, opened, RequestStatus.ERROR, exc.text_message, exc.status)
-            )()
-            raise
+            refused = _answered_with(exc, ctx.extra_response_headers)
+            self._end(ctx, timings, call, _outcome(timings, call, RequestStatus.ERROR, exc.text_message, exc.status))()
+            raise refused from exc
         # Priced now (the answer carries its cost), settled and logged once the answer is sent.
-        settle = self._end(ctx, timings, opened, _outcome(timings, opened, *_ending(relayed), relayed=relayed))
+        settle = self._end(ctx, timings, call, _outcome(timings, call, *_ending(relayed), relayed=relayed))
         body_answer = BodyAnswer(content, headers=ctx.extra_response_headers)
         body_answer.after = settle
         return body_answer
 
-    async def _call(
-        self, ctx: RequestContext, timings: Timings, opened: list[OpenCall]
-    ) -> tuple[OpenCall, bytes | None]:
-        """The upstream call, and its whole body when not streaming (None: a stream to relay)."""
-        call = await self.caller.open(ctx, timings)
-        opened.append(call)
-        if ctx.stream:
-            return call, None
-        try:
-            payload = await call.reply.read_all()
-        finally:
-            await call.reply.release()
-        timings.upstream_done = time.perf_counter()
-        return call, payload
+    def _stream_ended(self, ctx: RequestContext, timings: Timings, call: OpenCall, relay: StreamRelay) -> None:
+        """The end of a streamed request, once its relay has ended: its settlement and log row, at once."""
+        self.live_streams.discard(call.reply)
+        relayed = relay.result or Relayed(hung_up=True)  # set by the relay's end (`aclose` at the latest)
+        self._end(ctx, timings, call, _outcome(timings, call, *_ending(relayed), relayed=relayed))()
 
     def _end(
-        self, ctx: RequestContext, timings: Timings, opened: list[OpenCall], outcome: Outcome
+        self, ctx: RequestContext, timings: Timings, call: OpenCall | None, outcome: Outcome
     ) -> Callable[[], None]:
         """The end of one request, however it ended (once): its latency metrics and its cost now, and the
         settlement and log row returned, for the caller to run at once (a failure) or after the answer's last
@@ -228,7 +211,6 @@ class TextGateway:
             settle = partial(self.metering.settle, ctx, outcome, usage, priced)
             cost = priced.cost_micros
         else:
-            call = opened[0] if opened else None
             cost = _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
             settle = _settled
         # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
@@ -236,16 +218,25 @@ class TextGateway:
         return settle
 
 
+async def _whole_body(call: OpenCall, timings: Timings) -> bytes:
+    """A non-streaming call's whole body (the reply released however the read ends)."""
+    try:
+        payload = await call.reply.read_all()
+    finally:
+        await call.reply.release()
+    timings.upstream_done = time.perf_counter()
+    return payload
+
+
 def _outcome(
     timings: Timings,
-    opened: list[OpenCall],
+    call: OpenCall | None,
     status: RequestStatus,
     error: str | None = None,
     http_status: int = 200,
     relayed: Relayed | None = None,
 ) -> Outcome:
     """How the request ended, with what the answered call adds (its deployment, its path)."""
-    call = opened[0] if opened else None
     return Outcome(
         status=status,
         http_status=http_status,
@@ -259,6 +250,15 @@ def _outcome(
         fast=call.fast if call is not None else True,
         upstream_called=timings.first_attempt > 0,
     )
+
+
+def _answered_with(error: E, headers: Mapping[str, str]) -> E:
+    """A new error like `error` whose answer also carries `headers` (the request's rate-limit and cost
+    headers; the error's own win): raised in its place, so no exception is changed once raised."""
+    copy = type(error).__new__(type(error), *error.args)
+    copy.__dict__.update(error.__dict__)
+    copy.headers = {**headers, **error.headers}
+    return copy
 
 
 def _settled() -> None:
@@ -302,14 +302,3 @@ def _traced_settlement(metering: Metering, ctx: RequestContext, upstream_span: A
     cost = metering.finish(ctx, outcome)
     tracing.end(span, {"modelport.cost_usd": float(micros_to_usd(cost)), "modelport.outcome": outcome.status})
     return cost
-
-
-async def _until_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Await `work`, cancelling it if the client disconnects first (the body has been read already)."""
-    with DisconnectWatch(request.receive) as watch:
-        try:
-            return await work
-        except asyncio.CancelledError:
-            if watch.gone:
-                raise ClientGone() from None
-            raise

@@ -7,13 +7,14 @@ events are decoded to the canonical stream and encoded in the client's protocol.
 breaks, or ends without its protocol's final event, is closed with the client protocol's error event.
 
 A relay reports what it learned (usage, the answer for the log, an error, what was produced) in a
-`Relayed`, returned with a whole body or handed to `done` once when a stream ends, and its timings in the
-request's `Timings`; the pipeline decides settlement and logging from them.
+`Relayed`: returned with a whole body; for a stream, a `StreamRelay` is iterated for the client's chunks and
+then read (`StreamRelay.result`, set once the stream has ended however it ended), as a streamed response
+is. Its timings go to the request's `Timings`; the pipeline decides settlement and logging from them.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from time import perf_counter
 from typing import Any
@@ -44,10 +45,38 @@ UPSTREAM_EVENT_MESSAGE = "upstream error event in stream"  # the event named no 
 _MAX_EVENT_MESSAGE = 1000
 
 
+class StreamRelay:
+    """One stream's relay: iterate it for the client's chunks (the same-protocol fast path, or translated);
+    once it has ended (the last chunk, a hang-up, or `aclose`), `result` is what it learned. The upstream
+    reply is released at its end, however it ends."""
+
+    __slots__ = ("_call", "_chunks", "result")
+
+    def __init__(self, ctx: RequestContext, call: OpenCall, timings: Timings, response_id: str) -> None:
+        self._call = call
+        self.result: Relayed | None = None
+        self._chunks = (
+            _fast_stream(ctx, call, timings, self)
+            if call.fast
+            else _translated_stream(ctx, call, response_id, timings, self)
+        )
+
+    def __aiter__(self) -> AsyncGenerator[bytes, None]:
+        return self._chunks
+
+    async def aclose(self) -> None:
+        """End the relay now (the client is gone, or the answer is over). A relay closed before its first
+        chunk relayed nothing: the client left; its upstream reply is released here."""
+        await self._chunks.aclose()
+        if self.result is None:
+            await self._call.reply.release()
+            self.result = Relayed(hung_up=True)
+
+
 @asynccontextmanager
-async def _relaying(call: OpenCall, relayed: Relayed, done: Callable[[Relayed], None]) -> AsyncIterator[None]:
+async def _relaying(call: OpenCall, relayed: Relayed, relay: StreamRelay) -> AsyncIterator[None]:
     """The shared end of both stream relays: leaving by an exception means the client hung up; the upstream
-    reply is released and what was learned handed over, however the stream ends."""
+    reply is released and what was learned becomes the relay's `result`, however the stream ends."""
     try:
         yield
     except BaseException:
@@ -55,7 +84,7 @@ async def _relaying(call: OpenCall, relayed: Relayed, done: Callable[[Relayed], 
         raise
     finally:
         await call.reply.release()
-        done(relayed)
+        relay.result = relayed
 
 
 def _cut(call: OpenCall, relayed: Relayed) -> str:
@@ -122,8 +151,8 @@ def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, respons
 # ---------------------------------------------------------------- streaming
 
 
-async def fast_stream(
-    ctx: RequestContext, call: OpenCall, timings: Timings, done: Callable[[Relayed], None]
+async def _fast_stream(
+    ctx: RequestContext, call: OpenCall, timings: Timings, relay: StreamRelay
 ) -> AsyncGenerator[bytes, None]:
     parser = SSEParser()
     sniffer = ctx.codec.usage_sniffer()
@@ -134,7 +163,7 @@ async def fast_stream(
     assert call.reply.chunks is not None
     # Only teams that keep payloads pay for decoding the relayed stream on the side.
     keeper = _Keeper(ctx) if ctx.auth.log_retention else None
-    async with _relaying(call, relayed, done):
+    async with _relaying(call, relayed, relay):
         try:
             try:
                 async for chunk in call.reply.chunks:
@@ -173,8 +202,8 @@ async def fast_stream(
                 relayed.result = keeper.accumulator
 
 
-async def translated_stream(
-    ctx: RequestContext, call: OpenCall, response_id: str, timings: Timings, done: Callable[[Relayed], None]
+async def _translated_stream(
+    ctx: RequestContext, call: OpenCall, response_id: str, timings: Timings, relay: StreamRelay
 ) -> AsyncGenerator[bytes, None]:
     parser = SSEParser()
     decoder = call.upstream_codec.stream_decoder()
@@ -210,7 +239,7 @@ async def translated_stream(
             out.append(encoder.encode(event))
         return b"".join(out)
 
-    async with _relaying(call, relayed, done):
+    async with _relaying(call, relayed, relay):
         try:
             async for chunk in call.reply.chunks:
                 for sse in parser.feed(chunk):

@@ -1,4 +1,5 @@
-"""Opening the upstream call: build the body for each deployment in turn, fall back on failure.
+"""Opening the upstream call of a text request: the request's `Attempt` (`attempts.py`, the one attempt
+loop) builds the body for each deployment in turn; the loop falls back on failure.
 
 Fallback happens only before the client has seen a byte: once a deployment answers 200 the answer is
 committed. Same-protocol deployments take the fast path (the client's body with only `model` changed);
@@ -10,22 +11,17 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from modelport import tracing
-from modelport.catalog_spec import Deployment
+from modelport.catalog_spec import Deployment, TextModel
 from modelport.core.codec import ProtocolCodec
-from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.errors import ModelUnavailable
+from modelport.gateway.attempts import Attempt, attempt_each
 from modelport.gateway.context import RequestContext, Timings
 from modelport.gateway.model_name import splice_request_model
 from modelport.gateway.routing import Candidate, DeploymentRouter
-from modelport.gateway.upstream_errors import (
-    client_error_for,
-    exhausted_error,
-    is_deployment_fault,
-    is_retryable,
-)
+from modelport.gateway.upstream_errors import exhausted_error
 from modelport.metrics import (
     UPSTREAM_DURATION,
     UPSTREAM_ERRORS,
@@ -35,10 +31,11 @@ from modelport.metrics import (
     provider_of,
 )
 from modelport.metrics import enabled as metrics_enabled
-from modelport.net.retry_after import retry_after_seconds
 from modelport.upstreams.kinds import auth_headers, codec_of, deployment_max_output, spec_of
 from modelport.upstreams.pool import UpstreamPool
-from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
+from modelport.upstreams.transport import UpstreamReply
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -87,99 +84,119 @@ class UpstreamCaller:
         """The first deployment to answer 200. Times go to `timings` as they happen (an attempt made counts
         even when the client hangs up before an answer: `timings.first_attempt`)."""
         candidates = self.router.plan(ctx.model, ctx.session_id)
-        usable = [c for c in candidates if not self.router.is_cooling(c)]
-        if not usable:
-            raise ModelUnavailable(
-                "the model is temporarily unavailable; retry later or switch model",
-                headers={"Retry-After": str(self.router.retry_after(candidates))},
-            )
-        last_status: int | None = None
-        metered = metrics_enabled()
-        labelled = metered or ctx.trace is not None  # the upstream span carries the same labels
-        for candidate in usable:
-            deployment = candidate.deployment
-            codec = codec_of(deployment)
-            fast = codec is ctx.codec and not ctx.rewritten
-            body, strip_usage, raw = self._body(ctx, deployment, codec, fast)
-            headers = self._headers(ctx, deployment, codec)
-            # Labels only for metrics or tracing (both off unless configured).
-            labels = (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key)) if labelled else _OFF
-            span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
-            tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
-            sent = time.perf_counter()
-            timings.first_attempt = timings.first_attempt or sent
-            try:
-                reply = await self.pool.transport(deployment).send(body, headers, stream=ctx.stream, raw=raw)
-            except UpstreamUnreachable as exc:
-                UPSTREAM_REQUESTS.labels(*labels, "0").inc()
-                UPSTREAM_ERRORS.labels(*labels, "unreachable").inc()
-                timings.upstream_waited += time.perf_counter() - sent
-                tracing.end(span, error="unreachable")
-                self.router.fail(candidate, rate_limited=False, error=f"unreachable: {exc}")
-                last_status = None
-                continue
-            if metered:
-                UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
-                UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
-            if reply.status == 200:
-                timings.upstream_sent = sent
-                self.router.succeed(candidate)
-                return OpenCall(candidate, fast, codec, reply, strip_usage, span)
-            UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
-            tracing.end(span, {"http.response.status_code": reply.status}, error=f"HTTP {reply.status}")
-            payload = await reply.read_all()
-            await reply.release()
-            waited = time.perf_counter() - sent
-            timings.upstream_waited += waited
-            UPSTREAM_DURATION.labels(*labels).observe(waited)
-            fault = codec.upstream_fault(payload)
-            if is_retryable(reply.status) or is_deployment_fault(reply.status, fault):
-                excerpt = UPSTREAM_SECRETS.scrub(payload[:4096].decode("utf-8", "replace"))[:200]
-                self.router.fail(
-                    candidate,
-                    rate_limited=reply.status == 429,
-                    retry_after=retry_after_seconds(reply.headers.get("retry-after")),
-                    error=f"HTTP {reply.status}: {excerpt}",
-                )
-                last_status = reply.status
-                continue
-            raise client_error_for(reply.status, fault)
-        raise exhausted_error(last_status, self.router.retry_after(candidates))
+        return await attempt_each(self.router, self.pool, candidates, _Opening(ctx, timings))
 
-    def _body(
-        self, ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, fast: bool
-    ) -> tuple[dict[str, Any], bool, bytes | None]:
-        """The upstream body, whether the relay must drop an unasked usage chunk, and the exact bytes to send
-        when the body is the client's own but for `model` (None: serialise the body)."""
-        cap = ctx.admission.output_cap  # set only when the team's credit cannot cover the model's maximum output
-        if fast:
-            body = dict(ctx.body)
-            body["model"] = deployment.model
-            if cap is not None:
-                _cap_fast_body(body, cap, codec.output_cap_fields, spec_of(deployment).output_cap_field)
-        else:
-            canonical = ctx.canonical
-            if cap is not None:
-                canonical = dataclasses.replace(
-                    canonical, max_output_tokens=min(cap, canonical.max_output_tokens or cap)
-                )
-            elif canonical.max_output_tokens is None and codec.requires_output_cap:
-                # The upstream protocol needs a cap the client did not give: the model's maximum output.
-                canonical = dataclasses.replace(
-                    canonical, max_output_tokens=deployment_max_output(ctx.model, deployment)
-                )
-            body = codec.encode_request(canonical, deployment.model)
-            body["stream"] = ctx.stream
-        strip_usage = codec.prepare_upstream_body(body, stream=ctx.stream, fast=fast)
-        raw = _client_bytes(ctx, body) if fast else None
-        return body, strip_usage, raw
+    async def attempt(self, model: TextModel, session_id: str | None, attempt: Attempt[T]) -> T:
+        """`attempt` over the model's deployments in routing order (`attempts.attempt_each`)."""
+        return await attempt_each(self.router, self.pool, self.router.plan(model, session_id), attempt)
 
-    def _headers(self, ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec) -> dict[str, str]:
-        headers = {**deployment.headers, **auth_headers(deployment, self.pool.api_key(deployment))}
-        headers.update(codec.upstream_headers(ctx.headers))
-        if ctx.stream:
-            headers["accept"] = "text/event-stream"
-        return headers
+
+class _Opening(Attempt[OpenCall]):
+    """The attempt of a text request: the deployment's body and headers (fast path or translated), metrics
+    and an upstream span per attempt, times in the request's `Timings`; failures count in health."""
+
+    __slots__ = ("_codec", "_ctx", "_fast", "_labelled", "_labels", "_metered", "_sent", "_span", "_strip", "_timings")
+    counts_in_health = True
+
+    def __init__(self, ctx: RequestContext, timings: Timings) -> None:
+        self._ctx = ctx
+        self._timings = timings
+        self._metered = metrics_enabled()
+        self._labelled = self._metered or ctx.trace is not None  # the upstream span carries the same labels
+        # The attempt in flight (one at a time).
+        self._codec: ProtocolCodec = ctx.codec
+        self._fast = False
+        self._strip = False
+        self._labels = _OFF
+        self._span: Any = None
+        self._sent = 0.0
+
+    def codec(self, candidate: Candidate) -> ProtocolCodec:
+        return self._codec
+
+    async def send(self, pool: UpstreamPool, candidate: Candidate) -> UpstreamReply:
+        ctx, timings = self._ctx, self._timings
+        deployment = candidate.deployment
+        codec = self._codec = codec_of(deployment)
+        fast = self._fast = codec is ctx.codec and not ctx.rewritten
+        body, self._strip, raw = _body(ctx, deployment, codec, fast)
+        headers = _headers(ctx, deployment, codec, pool)
+        # Labels only for metrics or tracing (both off unless configured).
+        labels = self._labels = (
+            (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key)) if self._labelled else _OFF
+        )
+        span = self._span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
+        tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
+        sent = self._sent = time.perf_counter()
+        timings.first_attempt = timings.first_attempt or sent
+        reply = await pool.transport(deployment).send(body, headers, stream=ctx.stream, raw=raw)
+        if self._metered:
+            UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
+            UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
+        return reply
+
+    def unreachable(self, candidate: Candidate) -> None:
+        UPSTREAM_REQUESTS.labels(*self._labels, "0").inc()
+        UPSTREAM_ERRORS.labels(*self._labels, "unreachable").inc()
+        self._timings.upstream_waited += time.perf_counter() - self._sent
+        tracing.end(self._span, error="unreachable")
+
+    async def answered(self, candidate: Candidate, reply: UpstreamReply) -> OpenCall:
+        self._timings.upstream_sent = self._sent
+        return OpenCall(candidate, self._fast, self._codec, reply, self._strip, self._span)
+
+    async def refused(self, candidate: Candidate, reply: UpstreamReply) -> bytes:
+        labels = self._labels
+        UPSTREAM_ERRORS.labels(*labels, _error_kind(reply.status)).inc()
+        tracing.end(self._span, {"http.response.status_code": reply.status}, error=f"HTTP {reply.status}")
+        payload = await reply.read_all()
+        await reply.release()
+        waited = time.perf_counter() - self._sent
+        self._timings.upstream_waited += waited
+        UPSTREAM_DURATION.labels(*labels).observe(waited)
+        return payload
+
+    def unavailable(self, candidates: list[Candidate], router: DeploymentRouter) -> OpenCall:
+        raise ModelUnavailable(
+            "the model is temporarily unavailable; retry later or switch model",
+            headers={"Retry-After": str(router.retry_after(candidates))},
+        )
+
+    def exhausted(self, last_status: int | None, candidates: list[Candidate], router: DeploymentRouter) -> OpenCall:
+        raise exhausted_error(last_status, router.retry_after(candidates))
+
+
+def _body(
+    ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, fast: bool
+) -> tuple[dict[str, Any], bool, bytes | None]:
+    """The upstream body, whether the relay must drop an unasked usage chunk, and the exact bytes to send
+    when the body is the client's own but for `model` (None: serialise the body)."""
+    cap = ctx.admission.output_cap  # set only when the team's credit cannot cover the model's maximum output
+    if fast:
+        body = dict(ctx.body)
+        body["model"] = deployment.model
+        if cap is not None:
+            _cap_fast_body(body, cap, codec.output_cap_fields, spec_of(deployment).output_cap_field)
+    else:
+        canonical = ctx.canonical
+        if cap is not None:
+            canonical = dataclasses.replace(canonical, max_output_tokens=min(cap, canonical.max_output_tokens or cap))
+        elif canonical.max_output_tokens is None and codec.requires_output_cap:
+            # The upstream protocol needs a cap the client did not give: the model's maximum output.
+            canonical = dataclasses.replace(canonical, max_output_tokens=deployment_max_output(ctx.model, deployment))
+        body = codec.encode_request(canonical, deployment.model)
+        body["stream"] = ctx.stream
+    strip_usage = codec.prepare_upstream_body(body, stream=ctx.stream, fast=fast)
+    raw = _client_bytes(ctx, body) if fast else None
+    return body, strip_usage, raw
+
+
+def _headers(ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, pool: UpstreamPool) -> dict[str, str]:
+    headers = {**deployment.headers, **auth_headers(deployment, pool.api_key(deployment))}
+    headers.update(codec.upstream_headers(ctx.headers))
+    if ctx.stream:
+        headers["accept"] = "text/event-stream"
+    return headers
 
 
 def _cap_fast_body(body: dict[str, Any], cap: int, cap_fields: tuple[str, ...], kind_field: str) -> None:

@@ -15,13 +15,14 @@ from modelport import metrics
 from modelport.accounts import service as accounts
 from modelport.billing.ledger import topup
 from modelport.clock import now_ms
-from modelport.media.tasks import repository as repo
 from modelport.media.tasks.executor import TaskExecutor
+from modelport.media.tasks.rows import NewTask
 from modelport.media.tasks.states import TaskStatus
 from modelport.media.tasks.workers import Reconciler
 from modelport.queue import build_queue
 from modelport.settings import TasksSettings
 from tests.support.databases import migrated_engine
+from tests.support.task_rows import task_transitions
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ async def test_queue_age_follows_the_oldest_queued_task(tmp_path: Path, metrics_
             team = await accounts.create_team(engine, "age-" + secrets.token_hex(3), tier="free")
             await topup(engine, team.id, 10_000)
             created = now_ms() - 90_000  # queued a minute and a half ago
-            task = repo.NewTask(
+            task = NewTask(
                 id="task_" + secrets.token_hex(16),
                 team_id=team.id,
                 model_id="local/sketch-image",
@@ -59,13 +60,13 @@ async def test_queue_age_follows_the_oldest_queued_task(tmp_path: Path, metrics_
                 deadline_ms=now_ms() + 600_000,
                 created_at_ms=created,
             )
-            await repo.create(engine, task, max_unfinished=5)
+            await task_transitions(engine).create(task, max_unfinished=5)
             await reconciler.pass_once()
             age = queue_age()
             assert age is not None and 90 <= age < 200
 
-            ended = await repo.finish_failure(
-                engine, task.id, status=TaskStatus.CANCELLED, code="cancelled", message="x", outbox=lambda _t: None
+            ended = await task_transitions(engine).finish_failure(
+                task.id, status=TaskStatus.CANCELLED, code="cancelled", message="x"
             )
             assert ended is not None
             await reconciler.pass_once()

@@ -16,8 +16,8 @@ from standardwebhooks.webhooks import Webhook
 from modelport.accounts import service as accounts
 from modelport.billing.ledger import topup
 from modelport.clock import now_ms
-from modelport.media.tasks import repository as repo
 from modelport.media.tasks.events import Event
+from modelport.media.tasks.rows import NewTask
 from modelport.media.tasks.states import TaskStatus
 from modelport.net import SafeFetcher
 from modelport.net.retry_after import retry_after_seconds
@@ -29,6 +29,7 @@ from modelport.webhooks.sender import WebhookSender
 from modelport.webhooks.tables import webhook_deliveries
 from tests.integration.tasks.helpers import WebhookReceiver
 from tests.support.databases import migrated_engine
+from tests.support.task_rows import task_transitions
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ async def failed_task_with_webhook(engine: AsyncEngine, url: str, give_up_ms: in
 async def failed_task_for_team(engine: AsyncEngine, team_id: str, url: str, give_up_ms: int = 3_600_000) -> str:
     """One failed task with a webhook for an existing team; its delivery id."""
     now = now_ms()
-    task = repo.NewTask(
+    task = NewTask(
         id="task_" + secrets.token_hex(16),
         team_id=team_id,
         model_id="local/sketch-image",
@@ -58,21 +59,18 @@ async def failed_task_for_team(engine: AsyncEngine, team_id: str, url: str, give
         deadline_ms=now + 60_000,
         created_at_ms=now,
     )
-    await repo.create(engine, task, max_unfinished=50)
     event_id = "msg_" + secrets.token_hex(8)
-    ended = await repo.finish_failure(
+    moves = task_transitions(
         engine,
-        task.id,
-        status=TaskStatus.FAILED,
-        code="x",
-        message="boom",
-        outbox=lambda t: Event(
+        lambda t: Event(
             event_id,
             "task.failed",
             json.dumps({"type": "task.failed", "data": {"task_id": t.id}}),
             now_ms() + give_up_ms,
         ),
     )
+    await moves.create(task, max_unfinished=50)
+    ended = await moves.finish_failure(task.id, status=TaskStatus.FAILED, code="x", message="boom")
     assert ended is not None
     return event_id
 

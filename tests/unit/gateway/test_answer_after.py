@@ -59,7 +59,7 @@ async def test_a_stream_runs_the_after_its_relay_set_after_the_closing_chunk() -
             yield b"data: 1\n\n"
             yield b"data: 2\n\n"
         finally:
-            # What the pipeline's `done` does when the relay ends: the settlement, for after the answer.
+            # An end that sets the answer's `after` late, as a relay's end may: run after the closing chunk.
             answer.after = lambda: events.append("after")
 
     answer = StreamAnswer(relay())

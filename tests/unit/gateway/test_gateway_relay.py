@@ -1,6 +1,6 @@
 """The stream relays' terminal-event logic: a stream that ends with its protocol's final event ends cleanly;
 one that breaks or just stops ends with the client protocol's error event; a hang-up is reported as such;
-what the relay learned is handed over exactly once whichever way it ends."""
+what the relay learned is its result once it has ended, whichever way it ends."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from modelport.accounts.auth import AuthContext
 from modelport.catalog_spec import Deployment, TextModel
 from modelport.gateway.context import Relayed, RequestContext, Timings
-from modelport.gateway.relay import STREAM_BROKEN_MESSAGE, fast_stream, translated_stream
+from modelport.gateway.relay import STREAM_BROKEN_MESSAGE, StreamRelay
 from modelport.gateway.routing import Candidate
 from modelport.gateway.upstream_call import OpenCall
 from modelport.protocols import get_codec
@@ -59,13 +59,18 @@ def context(protocol: str) -> RequestContext:
 
 
 class Ends:
-    def __init__(self) -> None:
-        self.calls = 0
-        self.relayed = Relayed()
+    """What a relay's end gave: its `result`, read once the stream ended (`calls`: 1 once it has one)."""
 
-    def __call__(self, relayed: Relayed) -> None:
-        self.calls += 1
-        self.relayed = relayed
+    def __init__(self, relay: StreamRelay) -> None:
+        self._relay = relay
+
+    @property
+    def calls(self) -> int:
+        return 0 if self._relay.result is None else 1
+
+    @property
+    def relayed(self) -> Relayed:
+        return self._relay.result or Relayed()
 
 
 def open_call(chunks: list[bytes], *, breaks: bool = False, fast: bool = True) -> tuple[OpenCall, list[str]]:
@@ -88,8 +93,9 @@ def open_call(chunks: list[bytes], *, breaks: bool = False, fast: bool = True) -
 
 async def relay_fast(chunks: list[bytes], *, breaks: bool = False) -> tuple[bytes, Relayed, Ends, list[str]]:
     call, released = open_call(chunks, breaks=breaks)
-    ends = Ends()
-    out = b"".join([part async for part in fast_stream(context("openai_chat"), call, Timings(), ends)])
+    relay = StreamRelay(context("openai_chat"), call, Timings(), "")
+    ends = Ends(relay)
+    out = b"".join([part async for part in relay])
     return out, ends.relayed, ends, released
 
 
@@ -110,11 +116,12 @@ async def test_a_stream_that_stops_or_breaks_ends_with_the_protocols_error_event
 
 async def test_a_hang_up_is_a_cancel_and_finishes_once() -> None:
     call, released = open_call([CHAT_CHUNK, CHAT_CHUNK, CHAT_DONE])
-    ends = Ends()
-    stream = fast_stream(context("openai_chat"), call, Timings(), ends)
+    relay = StreamRelay(context("openai_chat"), call, Timings(), "")
+    ends = Ends(relay)
+    stream = aiter(relay)
     assert isinstance(stream, AsyncGenerator)
     assert b"hi" in await anext(stream)
-    await stream.aclose()  # what Starlette does when the client goes away
+    await relay.aclose()  # what the stream answer does when the client goes away
     assert ends.relayed.hung_up and ends.relayed.error is None
     assert ends.calls == 1 and released == ["released"]
 
@@ -123,8 +130,9 @@ async def test_a_translated_stream_closes_in_the_clients_protocol_or_reports_the
     ctx = context("anthropic_messages")
     for chunks, ok in (([CHAT_CHUNK, CHAT_DONE], True), ([CHAT_CHUNK], False)):
         call, released = open_call(chunks, fast=False)
-        ends = Ends()
-        out = b"".join([p async for p in translated_stream(ctx, call, "msg_1", Timings(), ends)])
+        relay = StreamRelay(ctx, call, Timings(), "msg_1")
+        ends = Ends(relay)
+        out = b"".join([p async for p in relay])
         assert (b"event: message_stop" in out) is ok
         assert (b"event: error" in out) is not ok
         assert (ends.relayed.error is None) is ok and ends.relayed.produced_chars == 2

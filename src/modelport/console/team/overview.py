@@ -13,7 +13,7 @@ from modelport.console.charts import daily
 from modelport.console.deps import require_team
 from modelport.console.team.usage import Totals, period_usage
 from modelport.console.templating import render
-from modelport.media.tasks import repository as task_repo
+from modelport.media.tasks import reads as task_reads
 from modelport.media.tasks.states import UNFINISHED
 from modelport.web.deps import get_services
 
@@ -36,8 +36,8 @@ async def overview(request: Request, auth: AuthContext = Depends(require_team)) 
             today.add(row)
     in_flight = {}
     for status in UNFINISHED:
-        _, count = await task_repo.list_page(
-            services.db, auth.team_id, task_repo.ListFilter(status=status), offset=0, limit=1
+        _, count = await task_reads.list_page(
+            services.db, auth.team_id, task_reads.ListFilter(status=status), offset=0, limit=1
         )
         in_flight[status] = count
     # Every charge (text requests and media tasks), from the ledger's day totals; charges are negative.

@@ -13,7 +13,7 @@ from modelport.console.deps import require_team
 from modelport.console.forms import enum_choice, optional_text
 from modelport.console.templating import console_root, render
 from modelport.errors import Conflict, NotFound
-from modelport.media.tasks import repository as task_repo
+from modelport.media.tasks import reads as task_reads
 from modelport.media.tasks.service import TASKS
 from modelport.media.tasks.states import TaskStatus
 from modelport.media.tasks.views import task_view
@@ -32,10 +32,10 @@ async def tasks_page(request: Request, auth: AuthContext = Depends(require_team)
     status = enum_choice(request, "status", TaskStatus)
     model_id = optional_text(request, "model_id", max_len=200)
     page = query_int(request.query_params.get("page"), "page", low=1, high=100_000, default=1) or 1
-    rows, total = await task_repo.list_page(
+    rows, total = await task_reads.list_page(
         tasks.engine,
         auth.team_id,
-        task_repo.ListFilter(status, model_id, None, None),
+        task_reads.ListFilter(status, model_id, None, None),
         offset=(page - 1) * PAGE_SIZE,
         limit=PAGE_SIZE,
     )

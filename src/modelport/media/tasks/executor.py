@@ -22,7 +22,7 @@ from modelport.catalog import CatalogStore
 from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
 from modelport.media.files.stored import put_new
-from modelport.media.tasks import repository as repo
+from modelport.media.tasks import reads
 from modelport.media.tasks.backend import Embedded, Hosted, backend_of
 from modelport.media.tasks.events import TaskEvent
 from modelport.media.tasks.hosted.client import ProviderFailed
@@ -32,8 +32,9 @@ from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.models import RenderControl, RenderedFile, RenderStopped
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.render.host import RenderFailed, RenderHost, RenderRefused
-from modelport.media.tasks.repository import EventOf, StoredFile, TaskRow
+from modelport.media.tasks.rows import StoredFile, TaskRow
 from modelport.media.tasks.states import TERMINAL, TaskStatus
+from modelport.media.tasks.transitions import TaskTransitions
 from modelport.net import SafeFetcher
 from modelport.settings import TasksSettings
 
@@ -49,7 +50,7 @@ class TaskExecutor:
         store: FileStore,
         fetcher: SafeFetcher,
         settings: TasksSettings,
-        outbox: EventOf,
+        transitions: TaskTransitions,
         on_terminal: Callable[[], None],
         changes: TaskChanges | None = None,
     ) -> None:
@@ -59,7 +60,7 @@ class TaskExecutor:
         self._store = store
         self._fetcher = fetcher
         self._settings = settings
-        self._outbox = outbox
+        self._transitions = transitions
         self._on_terminal = on_terminal
         # Names this process in `claimed_by` (which worker ran a task: logs, scale-out checks).
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -80,14 +81,8 @@ class TaskExecutor:
         return int(self._settings.lease_seconds * 1000)
 
     async def fail(self, task_id: str, code: str, message: str, *, run: int | None = None) -> TaskRow | None:
-        ended = await repo.finish_failure(
-            self._engine,
-            task_id,
-            status=TaskStatus.FAILED,
-            code=code,
-            message=message,
-            outbox=self._outbox,
-            run=run,
+        ended = await self._transitions.finish_failure(
+            task_id, status=TaskStatus.FAILED, code=code, message=message, run=run
         )
         if ended is not None:
             self._on_terminal()
@@ -100,13 +95,11 @@ class TaskExecutor:
             await self._changes.publish(task_id)
 
     async def fail_past_deadline(self, task_id: str) -> None:
-        ended = await repo.finish_failure(
-            self._engine,
+        ended = await self._transitions.finish_failure(
             task_id,
             status=TaskStatus.FAILED,
             code="deadline_exceeded",
             message="the task did not finish before its deadline; its price was released",
-            outbox=self._outbox,
             past_deadline=True,
         )
         if ended is not None:
@@ -115,14 +108,12 @@ class TaskExecutor:
             await self._publish(task_id)
 
     async def handle(self, task_id: str) -> None:
-        engine = self._engine
-        task = await repo.claim(
-            engine,
+        task = await self._transitions.claim(
             task_id,
             lease_ms=self._lease_ms,
             max_attempts=self._settings.max_attempts,
             worker=self.worker_id,
-            outbox=self._outbox,
+            announce=True,
         )
         if task is None:
             await self._unclaimable(task_id)
@@ -151,7 +142,6 @@ class TaskExecutor:
             tracing.end(span, error=error)
 
     async def _run_claimed(self, task: TaskRow) -> None:
-        engine = self._engine
         task_id = task.id
         run = task.attempts
         control = RenderControl()
@@ -173,15 +163,8 @@ class TaskExecutor:
         retention = task.result_retention_seconds or self._settings.result_retention_seconds
         expires = now_ms() + retention * 1000
         try:
-            ended = await repo.finish_success(
-                engine,
-                task_id,
-                run,
-                files=files,
-                cost_micros=cost,
-                metadata=metadata,
-                result_expires_at_ms=expires,
-                outbox=self._outbox,
+            ended = await self._transitions.finish_success(
+                task_id, run, files=files, cost_micros=cost, metadata=metadata, result_expires_at_ms=expires
             )
         except BaseException:
             # Rolled back: the task stays `processing` and is run again once its lease runs out.
@@ -196,7 +179,7 @@ class TaskExecutor:
 
     async def _unclaimable(self, task_id: str) -> None:
         """The claim failed: the task ended, another worker holds it, or it must fail now."""
-        task = await repo.get(self._engine, task_id)
+        task = await reads.get(self._engine, task_id)
         if task is None or task.status in TERMINAL:
             return
         if task.deadline_ms <= now_ms():
@@ -334,7 +317,7 @@ class TaskExecutor:
             while True:
                 await asyncio.sleep(self._settings.lease_seconds / 3)
                 try:
-                    owned = await repo.renew(self._engine, task.id, run, lease_ms=self._lease_ms)
+                    owned = await self._transitions.renew(task.id, run, lease_ms=self._lease_ms)
                 except Exception:
                     log.exception("task %s: lease renewal failed; retrying", task.id)
                     continue
@@ -373,8 +356,7 @@ class TaskExecutor:
                 percent = None if fraction is None else min(99, int(fraction * 100))
                 if percent is not None and percent != written:
                     hook = chosen and loop.time() - last_hook >= self._settings.progress_webhook_seconds
-                    outbox = self._outbox if hook else None
-                    if not await repo.set_progress(self._engine, task.id, task.attempts, percent, outbox=outbox):
+                    if not await self._transitions.set_progress(task.id, task.attempts, percent, announce=hook):
                         lost.set()
                         return
                     written = percent
@@ -383,7 +365,7 @@ class TaskExecutor:
                         last_hook = loop.time()
                         self._on_terminal()  # wakes the webhook sender
                 else:
-                    state = await repo.run_state(self._engine, task.id)
+                    state = await reads.run_state(self._engine, task.id)
                     if state != (TaskStatus.PROCESSING, task.attempts):
                         lost.set()
                         return

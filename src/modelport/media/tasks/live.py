@@ -1,7 +1,7 @@
 """Wake-ups when a task's row may have changed, for the live status stream and `Prefer: wait`.
 
 The row stays the truth: a waiter is only told "read the row again now". On PostgreSQL every status or
-progress change sends `NOTIFY modelport_tasks, '<task id>'` in its own transaction (`repository.notify_in`),
+progress change sends `NOTIFY modelport_tasks, '<task id>'` in its own transaction (`rows.notify_in`),
 so a process LISTENing on one connection wakes its waiters whichever process changed the row. Without
 PostgreSQL but with Redis (`MODELPORT_REDIS_URL`), the process that changed a row publishes the task id on
 `<ratelimit_prefix>:task-changes` after its commit (`publish`) and every process subscribes. With neither
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.media.tasks.repository import TASK_CHANNEL
+from modelport.media.tasks.rows import TASK_CHANNEL
 from modelport.services import ServiceKey
 
 if TYPE_CHECKING:

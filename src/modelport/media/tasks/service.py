@@ -29,15 +29,17 @@ from modelport.core.sse import sse_frame
 from modelport.errors import Conflict, InsufficientQuota, InvalidFormat, InvalidParameters, NotFound, RequestLimited
 from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
-from modelport.media.tasks import repository as repo
+from modelport.media.tasks import reads
 from modelport.media.tasks.backend import Backend, backend_of
-from modelport.media.tasks.events import DEFAULT_EVENTS, Event, TaskEvent, task_event
+from modelport.media.tasks.events import TaskEvent
 from modelport.media.tasks.holds import TeamHolds
 from modelport.media.tasks.inputs import check_public_url
 from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.pricing import price_micros
-from modelport.media.tasks.repository import ListFilter, TaskRow
+from modelport.media.tasks.reads import ListFilter
+from modelport.media.tasks.rows import NewTask, TaskRow
 from modelport.media.tasks.states import TERMINAL, TaskStatus
+from modelport.media.tasks.transitions import TaskTransitions
 from modelport.media.tasks.views import UrlFor, task_view
 from modelport.money import display_usd
 from modelport.net import SafeFetcher
@@ -53,12 +55,6 @@ log = logging.getLogger("modelport.media.tasks")
 
 MAX_PAGE = 100
 MAX_WEBHOOK_URL = 2048
-# The event an ended task's webhook reports.
-ENDED_EVENTS = {
-    TaskStatus.SUCCESS: TaskEvent.SUCCEEDED,
-    TaskStatus.FAILED: TaskEvent.FAILED,
-    TaskStatus.CANCELLED: TaskEvent.CANCELLED,
-}
 MIN_RESULT_RETENTION = 60
 # How long a client over its concurrency limit is told to wait before retrying.
 RETRY_AFTER_SECONDS = 5
@@ -107,9 +103,11 @@ class TaskService:
         settings: TasksSettings,
         url_for: UrlFor,
         tier_limit: Callable[[str], int],
+        transitions: TaskTransitions,
         changes: TaskChanges | None = None,
     ) -> None:
         self.engine = engine
+        self.transitions = transitions
         self.changes = changes or TaskChanges(engine, poll_seconds=settings.events_poll_seconds)
         self.catalog = catalog
         self.queue = queue
@@ -118,25 +116,6 @@ class TaskService:
         self.url_for = url_for
         self._tier_limit = tier_limit
         self.holds = TeamHolds(settings.max_streams_per_team)
-
-    # -- the webhook event of a change: how it ended (and the running events a creator chose) -------------
-
-    def webhook_event(self, task: TaskRow) -> Event | None:
-        """The event of the task's current state: its ending, or `task.started` / `task.progress` while
-        `processing`; None when the task's creator did not choose that event. Written to the outbox with
-        the change (repository)."""
-        if task.status in ENDED_EVENTS:
-            event = ENDED_EVENTS[task.status]
-        elif task.status == TaskStatus.PROCESSING:
-            event = TaskEvent.PROGRESS if task.progress is not None else TaskEvent.STARTED
-        else:
-            return None
-        if event not in (task.webhook_events or DEFAULT_EVENTS):
-            return None
-        retention = task.result_retention_seconds or self.settings.result_retention_seconds
-        give_up = task.result_expires_at_ms or (now_ms() + retention * 1000)
-        at = task.ended_at_ms or now_ms()
-        return task_event(event, task_view(task, self.url_for), at_ms=at, give_up_at_ms=give_up)
 
     # -- create -----------------------------------------------------------------------------------------
 
@@ -215,7 +194,7 @@ class TaskService:
         seed = int(params["seed"]) if "seed" in params else secrets.randbelow(2**32)
         now = now_ms()
         deadline_seconds = options.timeout_seconds or model.deadline_seconds
-        task = repo.NewTask(
+        task = NewTask(
             id=new_id("task", 16),
             team_id=team_id,
             model_id=model.slug,
@@ -238,11 +217,11 @@ class TaskService:
             keys, claim = idempotency
 
             async def record(conn: AsyncConnection, row: TaskRow) -> bool:
-                view = task_view(row, self.url_for, queue_position=await repo.queue_position_in(conn, row))
+                view = task_view(row, self.url_for, queue_position=await reads.queue_position_in(conn, row))
                 answered.append(view)
                 return await keys.complete_in(conn, claim, view)
 
-        outcome, unfinished = await repo.create(self.engine, task, max_unfinished=limit, on_insert=record)
+        outcome, unfinished = await self.transitions.create(task, max_unfinished=limit, on_insert=record)
         if outcome == "insufficient_balance":
             await notify.balance_exhausted(self.engine, task.team_id)
             raise InsufficientQuota(f"the task costs {display_usd(price)} USD, more than the team's available balance")
@@ -262,14 +241,14 @@ class TaskService:
             log.exception("task %s: enqueue failed; the reconciler will queue it", task.id)
         if answered:
             return answered[0]  # what a replay will answer
-        row = await repo.get(self.engine, task.id)
+        row = await reads.get(self.engine, task.id)
         assert row is not None
         return await self.view_of(row)
 
     # -- read -------------------------------------------------------------------------------------------
 
     async def get(self, team_id: str, task_id: str) -> TaskRow:
-        row = await repo.get(self.engine, task_id, team_id=team_id)
+        row = await reads.get(self.engine, task_id, team_id=team_id)
         if row is None:
             raise NotFound(f"no task {task_id!r}")
         return row
@@ -279,7 +258,7 @@ class TaskService:
 
     async def view_of(self, row: TaskRow) -> dict[str, Any]:
         """The Task object, with `queue_position` while it is queued."""
-        position = await repo.queue_position(self.engine, row) if row.status == TaskStatus.QUEUED else None
+        position = await reads.queue_position(self.engine, row) if row.status == TaskStatus.QUEUED else None
         return task_view(row, self.url_for, queue_position=position)
 
     async def list_page(self, team_id: str, query: dict[str, str]) -> dict[str, Any]:
@@ -298,7 +277,7 @@ class TaskService:
             raise InvalidParameters(f"page_size must be between 1 and {MAX_PAGE}", param="page_size")
         if page > 1_000_000:
             raise InvalidParameters("page is too large", param="page")
-        rows, total = await repo.list_page(
+        rows, total = await reads.list_page(
             self.engine,
             team_id,
             ListFilter(status, model_id, start, end),
@@ -317,13 +296,8 @@ class TaskService:
         sees the row change and stops the render within `progress_interval_seconds` plus one frame); an
         ended task is a 409."""
         await self.get(team_id, task_id)
-        ended = await repo.finish_failure(
-            self.engine,
-            task_id,
-            status=TaskStatus.CANCELLED,
-            code="cancelled",
-            message="cancelled by the client",
-            outbox=self.webhook_event,
+        ended = await self.transitions.finish_failure(
+            task_id, status=TaskStatus.CANCELLED, code="cancelled", message="cancelled by the client"
         )
         if ended is None:
             current = await self.get(team_id, task_id)
@@ -367,7 +341,7 @@ class TaskService:
             if key is not None and not await key.valid():
                 yield sse_frame("error", orjson.dumps(MediaAuthFailed().media_body()))
                 return
-            row = await repo.get(self.engine, task_id, team_id=team_id)
+            row = await reads.get(self.engine, task_id, team_id=team_id)
             if row is None:  # pruned while watched
                 return
             view = await self.view_of(row)

@@ -1,7 +1,7 @@
 """A media task's status: the values of `media_tasks.status` (and the API's `status`), and the moves between
 them that the repository's compare-and-swaps make.
 
-Money moves with the status (`repository.py`): the price is frozen while a task is unfinished, and an
+Money moves with the status (`transitions.py`): the price is frozen while a task is unfinished, and an
 ended task has settled it exactly once.
 """
 

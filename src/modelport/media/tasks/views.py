@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from modelport.media.tasks.repository import TaskRow
+from modelport.media.tasks.rows import TaskRow
 from modelport.media.tasks.states import TaskStatus
 
 UrlFor = Callable[[str, int], str]  # (file_id, expires_at_ms) -> signed download URL

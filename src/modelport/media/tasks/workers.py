@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.billing import notify
 from modelport.clock import now_ms
 from modelport.media import idempotency
-from modelport.media.tasks import repository as repo
+from modelport.media.tasks import scans
 from modelport.media.tasks.executor import TaskExecutor
 from modelport.metrics import TASK_QUEUE_AGE, TASKS_UNFINISHED
 from modelport.metrics import enabled as metrics_enabled
@@ -58,16 +58,16 @@ class Reconciler:
                 log.exception(
                     "key expiry notifications failed; next check in %ss", self._settings.key_expiry_check_seconds
                 )
-        for task_id in await repo.past_deadline(self._engine):
+        for task_id in await scans.past_deadline(self._engine):
             await self._executor.fail_past_deadline(task_id)
         cutoff = now_ms() - (0 if all_queued else int(self._settings.requeue_after_seconds * 1000))
-        ids = await repo.needing_a_worker(self._engine, queued_before_ms=cutoff)
+        ids = await scans.needing_a_worker(self._engine, queued_before_ms=cutoff)
         if ids:
             await self._queue.enqueue(ids)
-        for status, count in (await repo.unfinished_counts(self._engine)).items():
+        for status, count in (await scans.unfinished_counts(self._engine)).items():
             TASKS_UNFINISHED.labels(status).set(count)
         if metrics_enabled():  # one more query, only where something serves /metrics
-            waiting = await repo.backlog(self._engine)
+            waiting = await scans.backlog(self._engine)
             oldest = waiting.oldest_created_at_ms
             TASK_QUEUE_AGE.labels().set(0 if oldest is None else max(0, now_ms() - oldest) / 1000)
 

@@ -31,7 +31,7 @@ from modelport.media.tasks.hosted.client import ProviderClient, ProviderFailed
 from modelport.media.tasks.hosted.slots import provider_slot
 from modelport.media.tasks.inputs import InputUnavailable, check_input_url, media_kinds, read_input
 from modelport.media.tasks.models.base import RenderedFile
-from modelport.media.tasks.repository import TaskRow
+from modelport.media.tasks.rows import TaskRow
 from modelport.net import FetchError, SafeFetcher
 
 log = logging.getLogger("modelport.media.hosted")
