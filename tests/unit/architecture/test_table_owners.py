@@ -152,13 +152,13 @@ def violations(root: Path, owners: dict[str, Owner]) -> list[str]:
             if isinstance(node, ast.ImportFrom) and node.module and node.module.removeprefix("modelport.") in by_module:
                 source = by_module[node.module.removeprefix("modelport.")]
                 for alias in node.names:
-                    table = source.get(alias.name)
-                    if table is None:
+                    imported = source.get(alias.name)
+                    if imported is None:
                         continue
-                    names[alias.asname or alias.name] = table
-                    owner = owners[table]
+                    names[alias.asname or alias.name] = imported
+                    owner = owners[imported]
                     if not (_within(module, owner.package) or _allowed(module, owner.writers | owner.readers)):
-                        hits.append(f"{module}:{node.lineno}: imports {table} of {owner.package}")
+                        hits.append(f"{module}:{node.lineno}: imports {imported} of {owner.package}")
         writes: list[tuple[int, str]] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
