@@ -105,7 +105,7 @@ def build_services(
             db,
             poll_seconds=settings.tasks.events_poll_seconds,
             redis=services.redis,
-            prefix=settings.ratelimit_prefix,
+            prefix=settings.redis_prefix,
         ),
     )
     tasks = services.add(

@@ -23,12 +23,12 @@ from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
 from modelport.media.files.stored import put_new
 from modelport.media.tasks import repository as repo
-from modelport.media.tasks.backend import Embedded, Hosted, backend_of
 from modelport.media.tasks.hosted.client import ProviderFailed
 from modelport.media.tasks.hosted.media import HostedMedia
 from modelport.media.tasks.inputs import InputUnavailable, read_input
 from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.models import RenderControl, RenderedFile, RenderStopped
+from modelport.media.tasks.placement import Embedded, Hosted, placement_of
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.render.host import RenderFailed, RenderHost, RenderRefused
 from modelport.media.tasks.repository import EventOf, StoredFile, TaskRow
@@ -213,13 +213,13 @@ class TaskExecutor:
     async def _run(
         self, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> tuple[list[StoredFile], int, dict[str, object]]:
-        backend = await backend_of((await self._catalog.get()).media.get(task.model_id))
-        if backend is None:
+        placement = await placement_of((await self._catalog.get()).media.get(task.model_id))
+        if placement is None:
             raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
-        if isinstance(backend, Hosted):
-            outputs = await self._hosted_outputs(backend, task, lost, control)
+        if isinstance(placement, Hosted):
+            outputs = await self._hosted_outputs(placement, task, lost, control)
         else:
-            outputs = await self._render(backend, task, lost, control)
+            outputs = await self._render(placement, task, lost, control)
         if lost.is_set():
             raise _LeaseLost()
         files: list[StoredFile] = []
@@ -230,8 +230,8 @@ class TaskExecutor:
             await self._discard(files)  # no row will ever name these bytes
             raise
         rendered_units = [out.units for out in outputs if out.units is not None]
-        units = sum(rendered_units) if rendered_units else backend.units(task.input)
-        cost = price_micros(backend.model, units)
+        units = sum(rendered_units) if rendered_units else placement.units(task.input)
+        cost = price_micros(placement.model, units)
         metadata: dict[str, object] = {"seed": task.seed}
         for out in outputs:
             metadata.update(out.metadata)
@@ -240,9 +240,9 @@ class TaskExecutor:
         return files, cost, metadata
 
     async def _render(
-        self, backend: Embedded, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, placement: Embedded, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
-        name, task_model = backend.name, backend.spec
+        name, task_model = placement.name, placement.spec
         inputs: dict[str, bytes] = {}
         for field in task_model.url_fields:
             value = task.input.get(field)
@@ -275,7 +275,7 @@ class TaskExecutor:
         return outputs
 
     async def _hosted_outputs(
-        self, backend: Hosted, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, placement: Hosted, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
         """The provider's outputs; unlike a render thread, the calls stop at once when the run loses its task
         (lease taken over, deadline passed, cancelled), freeing the provider slot (and a submit-and-poll
@@ -284,7 +284,7 @@ class TaskExecutor:
         def report(fraction: float) -> None:
             control.fraction = fraction
 
-        call = asyncio.create_task(self._hosted.run(backend.model, task, report))
+        call = asyncio.create_task(self._hosted.run(placement.model, task, report))
         try:
             await _until_lost(call, lost)
         finally:

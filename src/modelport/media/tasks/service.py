@@ -30,10 +30,10 @@ from modelport.errors import Conflict, InsufficientQuota, InvalidFormat, Invalid
 from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import repository as repo
-from modelport.media.tasks.backend import Backend, backend_of
 from modelport.media.tasks.holds import TeamHolds
 from modelport.media.tasks.inputs import check_public_url
 from modelport.media.tasks.live import TaskChanges
+from modelport.media.tasks.placement import Placement, placement_of
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.repository import ListFilter, TaskRow
 from modelport.media.tasks.states import TERMINAL, TaskStatus
@@ -140,13 +140,13 @@ class TaskService:
 
     # -- create -----------------------------------------------------------------------------------------
 
-    async def backend(self, slug: str) -> Backend:
+    async def placement(self, slug: str) -> Placement:
         """The active model `slug` and where its tasks run; NotFound when there is none this build can run."""
         model = (await self.catalog.get()).media.get(slug)
-        backend = await backend_of(model) if model is not None and model.active else None
-        if backend is None:
+        placement = await placement_of(model) if model is not None and model.active else None
+        if placement is None:
             raise NotFound(f"model {slug!r} does not exist")
-        return backend
+        return placement
 
     async def check_webhook_url(self, raw: str | None) -> str | None:
         if raw is None:
@@ -202,16 +202,16 @@ class TaskService:
         `key_limits`: the creating key's; a spend limit is held in the same transaction as the team's money.
         `idempotency`: the key this request holds; its answer is recorded in the transaction that creates
         the task, so a duplicate can never create a second one."""
-        backend = await self.backend(slug)
-        model = backend.model
+        placement = await self.placement(slug)
+        model = placement.model
         try:
             parsed = orjson.loads(body) if body.strip() else {}
         except orjson.JSONDecodeError as exc:
             raise InvalidParameters(f"the request body is not valid JSON: {exc}", param="body") from exc
         params = validate_input(model, parsed)
         options = await self.check_options(model, headers or TaskHeaders(webhook_url=webhook_url))
-        await backend.check_inputs(self.engine, self.fetcher, team_id, params)
-        price = price_micros(model, backend.units(params))
+        await placement.check_inputs(self.engine, self.fetcher, team_id, params)
+        price = price_micros(model, placement.units(params))
         seed = int(params["seed"]) if "seed" in params else secrets.randbelow(2**32)
         now = now_ms()
         deadline_seconds = options.timeout_seconds or model.deadline_seconds
