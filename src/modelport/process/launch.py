@@ -118,7 +118,7 @@ def exec_supervisor(
 def _keep_import_path() -> None:
     """The new interpreters import this same `modelport` (a launcher may have put another checkout first on
     sys.path): its directory goes first on PYTHONPATH, unless it is a site-packages directory already."""
-    here = str(Path(__file__).resolve().parent.parent)
+    here = str(Path(__file__).resolve().parents[2])  # the directory holding the `modelport` package
     if here in site.getsitepackages() or here in os.environ.get("PYTHONPATH", "").split(os.pathsep):
         return
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)

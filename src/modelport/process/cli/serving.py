@@ -104,7 +104,9 @@ def worker() -> None:
 
 @click.command()
 def migrate() -> None:
-    """Bring the database schema up to date (progress on a terminal: migrations applied of those to apply)."""
+    """Bring the database schema up to date.
+
+    On a terminal it shows the migrations applied of those to apply."""
     from modelport.storage.migrate import upgrade_to_head
 
     settings = load()
