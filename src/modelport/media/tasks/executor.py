@@ -170,8 +170,8 @@ class TaskExecutor:
                 log.exception("task %s run %d crashed", task_id, run)
                 await self.fail(task_id, "internal_error", f"the model failed: {type(exc).__name__}", run=run)
                 return
-        retention = task.result_retention_seconds or self._settings.result_retention_seconds
-        expires = now_ms() + retention * 1000
+        lifetime = task.result_retention_seconds or self._settings.result_retention_seconds
+        expires = now_ms() + lifetime * 1000
         try:
             ended = await repo.finish_success(
                 engine,

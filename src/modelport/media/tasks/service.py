@@ -59,7 +59,7 @@ ENDED_EVENTS = {
     TaskStatus.FAILED: TaskEvent.FAILED,
     TaskStatus.CANCELLED: TaskEvent.CANCELLED,
 }
-MIN_RESULT_RETENTION = 60
+MIN_RESULT_LIFETIME = 60
 # How long a client over its concurrency limit is told to wait before retrying.
 RETRY_AFTER_SECONDS = 5
 TASKS: ServiceKey[TaskService] = ServiceKey("media tasks")
@@ -133,8 +133,8 @@ class TaskService:
             return None
         if event not in (task.webhook_events or DEFAULT_EVENTS):
             return None
-        retention = task.result_retention_seconds or self.settings.result_retention_seconds
-        give_up = task.result_expires_at_ms or (now_ms() + retention * 1000)
+        lifetime = task.result_retention_seconds or self.settings.result_retention_seconds
+        give_up = task.result_expires_at_ms or (now_ms() + lifetime * 1000)
         at = task.ended_at_ms or now_ms()
         return task_event(event, task_view(task, self.url_for), at_ms=at, give_up_at_ms=give_up)
 
@@ -176,13 +176,13 @@ class TaskService:
                 raise InvalidParameters("X-Webhook-Events needs an X-Webhook-URL", param="X-Webhook-Events")
             events = tuple(n for n in TaskEvent if n in names)
         timeout = _seconds_header(headers.timeout, "X-Task-Timeout", 1, int(model.deadline_seconds))
-        retention = _seconds_header(
+        lifetime = _seconds_header(  # the result files' lifetime (public names keep "retention")
             headers.result_retention,
             "X-Result-Retention",
-            MIN_RESULT_RETENTION,
+            MIN_RESULT_LIFETIME,
             self.settings.result_retention_seconds,
         )
-        return TaskOptions(webhook, events, timeout, retention)
+        return TaskOptions(webhook, events, timeout, lifetime)
 
     async def create(
         self,
