@@ -1,6 +1,6 @@
 """The asset library interface the `vendorA` provider is served by, and its embedded implementation.
 
-A library takes a fetched, probed file and says what became of it: `Added(status, ...)`. Two backends
+A library takes a fetched, probed file and says what became of it: `Added(status, ...)`. Two libraries
 (`MODELPORT_ASSETS__BACKEND`): `EmbeddedLibrary` here (the default) and `http_library.HttpLibrary`
 (the vendorA asset API).
 
