@@ -1,6 +1,6 @@
 """The long commands' progress on a real terminal (a pseudo-terminal): `migrate` counts the migrations
-applied and `admin prune` the expired request log rows removed; under `--json` or through a pipe they print
-only their own output."""
+applied, `admin prune` the expired request log rows removed, `admin logs export --out` the rows written and
+`admin backup` the pages copied; under `--json` or through a pipe they print only their own output."""
 
 from __future__ import annotations
 
@@ -83,6 +83,15 @@ def test_migrate_and_prune_show_progress_on_a_terminal_only(tmp_path: Path) -> N
     code, drawn = on_terminal(["admin", "prune", "--json"], env)
     assert code == 0, drawn
     assert "pruning request logs" not in drawn and drawn.lstrip().startswith("{")
+
+    # The one row left (of now), exported to a file, and the database backed up, each with its progress.
+    window = ["--team", "pruned", "--since", "2000-01-01T00:00:00Z", "--until", "2100-01-01T00:00:00Z"]
+    code, drawn = on_terminal(["admin", "logs", "export", *window, "--out", str(tmp_path / "rows.jsonl")], env)
+    assert code == 0, drawn
+    assert "exporting" in drawn and "1/1" in drawn and "exported 1 rows" in drawn
+    code, drawn = on_terminal(["admin", "backup", str(tmp_path / "copy")], env)
+    assert code == 0, drawn
+    assert "copying the database" in drawn and "pages/s" in drawn and "database copied to" in drawn
 
     piped = subprocess.run(
         [sys.executable, "-m", "modelport", "admin", "prune"], env=env, capture_output=True, text=True, timeout=120
