@@ -15,7 +15,7 @@ from __future__ import annotations
 from modelport.accounts import auth
 from modelport.billing import credit
 from modelport.catalog import CatalogStore
-from modelport.cli import main
+from modelport.process.cli import main
 from modelport.storage.batch_writer import BatchWriter
 
 ROWS = 10

@@ -4,6 +4,6 @@ import gc
 # import time). `cli.main` turns the collector on again; `serve` keeps it off until its apps are built.
 gc.disable()
 
-from modelport.cli import main  # noqa: E402
+from modelport.process.cli import main  # noqa: E402
 
 main()

@@ -307,10 +307,6 @@ def prepare_multiprocess_dir() -> Path:
     return path
 
 
-def serving_process_died(pid: int, path: Path) -> None:
-    multiprocess.mark_process_dead(pid, str(path))  # type: ignore[no-untyped-call]
-
-
 def serve_metrics(host: str, port: int, multiprocess_dir: Path | None) -> int:
     """Start the `/metrics` endpoint in a daemon thread; return its port (0 picks a free one)."""
     if multiprocess_dir is None:

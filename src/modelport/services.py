@@ -99,7 +99,7 @@ class Services:
         self.secret_key = ensure_secret_key(settings)
         # Shared between processes only through Redis; in-process limits hold for one process.
         self.redis: Redis | None = make_redis(settings.redis_url) if settings.redis_url else None
-        self.limiters: Limiters = make_limiters(self.redis, settings.ratelimit_prefix)
+        self.limiters: Limiters = make_limiters(self.redis, settings.redis_prefix)
         self.auth = Authenticator(self.db, ttl=settings.auth_cache_seconds)
         self.catalog = CatalogStore(self.db)
         self._services: dict[ServiceKey[Any], object] = {}

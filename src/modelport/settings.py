@@ -423,7 +423,8 @@ class Settings(BaseSettings):
     previous_secret_key: SecretStr | None = None
     # How long a resolved API key stays cached in a process; revocation takes effect within this bound.
     auth_cache_seconds: float = Field(default=5.0, ge=0)
-    # Key prefix of rate-limit state in Redis; processes that share limits use the same prefix.
+    # Prefix of every Redis key and channel (rate-limit state, the task-change channel): read it as
+    # `redis_prefix`; processes that share limits and tasks use the same prefix. Named when only limits used it.
     ratelimit_prefix: str = "modelport"
     # Cap of each retained request/response payload in the request log (teams with log_retention on).
     log_payload_max_bytes: int = Field(default=64 * 1024, ge=256)
@@ -541,6 +542,11 @@ class Settings(BaseSettings):
         if self.tiers[0].qualifying_topup_usd != 0:
             raise ValueError("tiers: the lowest tier must qualify at 0 USD (it is the starting tier)")
         return self
+
+    @property
+    def redis_prefix(self) -> str:
+        """The prefix of this deployment's Redis keys and channels (setting `ratelimit_prefix`)."""
+        return self.ratelimit_prefix
 
     @property
     def effective_database_url(self) -> str:

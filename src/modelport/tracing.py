@@ -100,15 +100,6 @@ def end(span: Any, attributes: Mapping[str, Any] | None = None, *, error: str | 
     span.end()
 
 
-def traceparent_of(span: Any) -> str | None:
-    """The `traceparent` header naming `span` as the parent (None when off)."""
-    if span is None or _otel is None:
-        return None
-    carrier: dict[str, str] = {}
-    _otel.propagator.inject(carrier, context=_otel.trace.set_span_in_context(span))
-    return carrier.get(TRACEPARENT)
-
-
 def current_traceparent(client: str | None = None) -> str | None:
     """The `traceparent` to keep with work done later elsewhere (a media task): the current span's when
     tracing is on, else the client's as it came (when well formed)."""

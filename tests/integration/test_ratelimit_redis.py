@@ -1,4 +1,4 @@
-"""The Redis limiter backends against a real Redis: the shared contract, plus Redis-only behaviour.
+"""The Redis limiter stores against a real Redis: the shared contract, plus Redis-only behaviour.
 
 Redis is MODELPORT_TEST_REDIS_URL, else 127.0.0.1:6379. An unreachable Redis fails these tests; it
 does not skip them. Every key lives under a prefix unique to this test run and is deleted afterwards.
@@ -18,7 +18,7 @@ import pytest
 from redis.asyncio import Redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "ratelimit"))
-from modelport.ratelimit.redis_backend import RedisConcurrencyLimiter, RedisRateLimiter
+from modelport.ratelimit.redis_store import RedisConcurrencyLimiter, RedisRateLimiter
 from tests.unit.ratelimit.ratelimit_contract import (
     ConcurrencyLimiterContract,
     FakeClock,

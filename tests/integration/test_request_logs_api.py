@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts import service as accounts
 from modelport.apps.assemble import build_services
 from modelport.apps.text import create_text_app
+from modelport.requestlog.payloads import PayloadPolicy
 from modelport.requestlog.record import LogRecord
-from modelport.requestlog.retention import RetentionPolicy
 from modelport.requestlog.writer import RequestLogWriter
 from modelport.settings import Settings
 
@@ -46,7 +46,7 @@ ITEM_KEYS = {
     "input",
     "result",
 }
-KEPT = RetentionPolicy(enabled=True)
+KEPT = PayloadPolicy(enabled=True)
 
 
 @dataclass

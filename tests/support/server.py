@@ -56,14 +56,14 @@ def child_pids(parent: int) -> list[int]:
 
 def worker_pids(parent: int) -> list[int]:
     """The serving processes of `serve --workers N`: the supervisor's live children (those the CLI forked before
-    exec'ing it carry the CLI's command line, those it started itself `python -m modelport.serving`)."""
+    exec'ing it carry the CLI's command line, those it started itself `python -m modelport.process.serving`)."""
     found = []
     for pid in child_pids(parent):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"modelport.serving" in cmdline or b"serve" in cmdline:  # a dead one not reaped yet has none
+        if b"modelport.process.serving" in cmdline or b"serve" in cmdline:  # a dead one not reaped yet has none
             found.append(pid)
     return found
 

@@ -114,7 +114,7 @@ def build_services(
             db,
             poll_seconds=settings.tasks.events_poll_seconds,
             redis=services.redis,
-            prefix=settings.ratelimit_prefix,
+            prefix=settings.redis_prefix,
         ),
     )
     # What a task's change does besides its row, in its transaction: an ending settles its money (the team's

@@ -16,7 +16,7 @@ from modelport.apps.text import create_text_app
 from modelport.console.app import mount_console
 from modelport.console.operator import ROUTERS as OPERATOR_ROUTERS
 from modelport.errors import NotFound
-from modelport.media import audit_api, keys_api, notifications_api, utility
+from modelport.media import utility
 from modelport.media import webhooks_api as webhook_routes
 from modelport.media.assets import routes as asset_routes
 from modelport.media.files import routes as file_routes
@@ -25,6 +25,7 @@ from modelport.media.reference.routes import page_headers, reference_router
 from modelport.media.tasks import routes as task_routes
 from modelport.services import Services
 from modelport.settings import Settings, load_settings
+from modelport.team_admin import audit, keys, notifications
 from modelport.web.deps import get_services
 
 
@@ -39,11 +40,11 @@ def create_media_app(services: Services | None = None, settings: Settings | None
     # Tasks last: their `POST /{provider}/{model}` must not shadow the fixed routes before them.
     for router in (
         utility.router,
-        keys_api.router,
+        keys.router,
         operator_api.router,
-        audit_api.operator_router,
-        audit_api.team_router,
-        notifications_api.router,
+        audit.operator_router,
+        audit.team_router,
+        notifications.router,
         file_routes.router,
         asset_routes.router,
         webhook_routes.router,

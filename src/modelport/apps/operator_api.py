@@ -1,6 +1,6 @@
 """The operator's JSON API (public path `/admin/v1/...` on the media host), guarded by MODELPORT_ADMIN_TOKEN.
 
-Same verbs as `modelport admin ...` and the operator console, all through `billing.operator.Operator`;
+Same verbs as `modelport admin ...` and the operator console, all through `operator.verbs.Operator`;
 responses use the media envelope. With no admin token configured
 every operator route is a 404.
 """
@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.alerts.views import overview as alert_overview
-from modelport.billing.operator import Operator
 from modelport.errors import InvalidParameters
 from modelport.money import display_usd
+from modelport.operator.verbs import Operator
 from modelport.retention.stats import read_figures
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, operator_auth

@@ -250,15 +250,6 @@ def _reserve_sqlite(
     return amount
 
 
-async def team_funds(engine: AsyncEngine, team_id: str) -> BalanceAfter | None:
-    """The team's available and frozen balance now (None: no such team)."""
-    async with engine.connect() as conn:
-        row = (
-            await conn.execute(select(teams.c.balance_micros, teams.c.frozen_micros).where(teams.c.id == team_id))
-        ).first()
-    return None if row is None else BalanceAfter(int(row[0]), int(row[1]))
-
-
 # -- inside a caller's transaction (media tasks: the money moves with the task row's status change) --------
 
 

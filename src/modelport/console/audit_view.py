@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from modelport.accounts.audit import ACTOR_KINDS, list_events
 from modelport.console.forms import csv_response
-from modelport.media.audit_api import audit_filter
+from modelport.team_admin.audit import audit_filter
 from modelport.web.deps import get_services
 
 CSV_LIMIT = 10_000  # events in one export; page back with before_id for more

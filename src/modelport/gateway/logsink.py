@@ -9,8 +9,8 @@ from modelport.core.accumulate import StreamAccumulator
 from modelport.core.redaction import UPSTREAM_SECRETS
 from modelport.core.usage import Usage
 from modelport.gateway.context import Outcome, Refusal, RequestContext
+from modelport.requestlog.payloads import PayloadPolicy
 from modelport.requestlog.record import LogRecord, RequestStatus
-from modelport.requestlog.retention import RetentionPolicy
 from modelport.requestlog.writer import RequestLogWriter
 
 UNKNOWN = "unknown"
@@ -19,7 +19,7 @@ UNKNOWN = "unknown"
 class RequestLogSink:
     def __init__(self, writer: RequestLogWriter, *, max_payload_bytes: int) -> None:
         self._writer = writer
-        self._retain = RetentionPolicy(True, max_payload_bytes)
+        self._retain = PayloadPolicy(True, max_payload_bytes)
 
     def __call__(self, ctx: RequestContext, outcome: Outcome, usage: Usage | None, priced: Priced) -> None:
         keep = ctx.auth.log_retention

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from modelport.net.addresses import BadHost, forbidden_reason, literal_address
 from modelport.net.errors import UrlRefused
 from modelport.net.urls import host_key
-
-GetAddrInfo = Callable[..., object]
 
 
 class CheckingResolver(AbstractResolver):

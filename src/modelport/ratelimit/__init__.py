@@ -1,6 +1,6 @@
 """Rate limits (GCRA) and concurrency limits, in-process or in Redis. See `base.py` for the interface.
 
-The Redis backends are `ratelimit.redis_backend`, not re-exported here: importing this package must not
+The Redis limiter stores are `ratelimit.redis_store`, not re-exported here: importing this package must not
 import redis-py (a process without Redis never loads it).
 """
 

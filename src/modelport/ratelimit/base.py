@@ -1,7 +1,7 @@
 """The limiter interfaces and the values they return.
 
-Two small interfaces, each with an in-process backend (`memory.py`, the embedded default) and a Redis
-backend (`redis_backend.py`, shared by every process and machine):
+Two small interfaces, each with an in-process store (`memory.py`, the embedded default) and a Redis
+store (`redis_store.py`, shared by every process and machine):
 
 - `RateLimiter`: "at most `limit` requests per `window_seconds`" per key (GCRA, see `gcra.py`).
 - `ConcurrencyLimiter`: "at most `limit` leases held at once" per key; leases expire on their own so a
@@ -82,8 +82,8 @@ class ConcurrencyLimiter(Protocol):
         ...
 
     def release_nowait(self, lease: Lease) -> bool:
-        """`release` done here and now when the backend needs no I/O for it (True); False: await `release`.
-        Saves the caller a task per request on the in-process backend."""
+        """`release` done here and now when the store needs no I/O for it (True); False: await `release`.
+        Saves the caller a task per request on the in-process store."""
         ...
 
     async def aclose(self) -> None: ...

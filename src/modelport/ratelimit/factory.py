@@ -1,4 +1,4 @@
-"""Pick the limiter backends: Redis when a client is given, else in-process."""
+"""Pick the limiter stores: Redis when a client is given, else in-process."""
 
 from __future__ import annotations
 
@@ -30,6 +30,6 @@ def make_limiters(redis: Redis | None, prefix: str = DEFAULT_PREFIX) -> Limiters
     service container), which closes it after the limiters."""
     if redis is None:
         return Limiters(MemoryRateLimiter(), MemoryConcurrencyLimiter())
-    from .redis_backend import RedisConcurrencyLimiter, RedisRateLimiter  # redis-py only when it is used
+    from .redis_store import RedisConcurrencyLimiter, RedisRateLimiter  # redis-py only when it is used
 
     return Limiters(RedisRateLimiter(redis, prefix), RedisConcurrencyLimiter(redis, prefix))

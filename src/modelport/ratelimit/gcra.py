@@ -1,4 +1,4 @@
-"""GCRA (the generic cell rate algorithm), the rate-limit algorithm of both backends.
+"""GCRA (the generic cell rate algorithm), the rate-limit algorithm of both limiter stores.
 
 Why GCRA rather than fixed, sliding-log or sliding-window-counter windows:
 - Constant state per key (the "theoretical arrival time", TAT, and the interval it was counted in), so
@@ -21,7 +21,7 @@ All arithmetic is in integer microseconds so a burst of exactly `limit` is allow
 not, with no float rounding at the edge. The emission interval is rounded *down* to a whole microsecond,
 so a key idle for one window is exactly full again; the long-run rate errs on the lenient side by less
 than 1 µs per request. `scripts.GCRA_LUA` mirrors this module line for line; the shared behavioural tests
-hold both backends to the same results.
+hold both limiter stores to the same results.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """In-process limiters: the embedded default (one server process, no Redis).
 
 Correct only within one process and one event loop: each method does its read-modify-write without an
-`await` in between, so the event loop is the lock. Several worker processes need the Redis backend.
+`await` in between, so the event loop is the lock. Several worker processes need the Redis store.
 
 Memory is bounded: a key whose state has fully drained is the same as an absent key, so it is dropped by
 a periodic sweep. `max_keys` is a last-resort cap against a flood of distinct live keys; past it the least

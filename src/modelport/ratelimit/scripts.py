@@ -1,4 +1,4 @@
-"""Lua scripts of the Redis backend; each runs atomically on the server.
+"""Lua scripts of the Redis limiter store; each runs atomically on the server.
 
 Clock: every script takes "now" as ARGV[1] in integer microseconds, or an empty string to read the Redis
 server's `TIME`. Production passes nothing, so every gateway process on every machine uses the one clock

@@ -1,1 +1,1 @@
-"""The text gateway's request log: rows (`record`), payload retention, the batched writer, `GET /v1/logs`."""
+"""The text gateway's request log: rows (`record`), payload keeping (`payloads`), the batched writer, `GET /v1/logs`."""

@@ -32,7 +32,7 @@ class LogRecord:
     """A `request_logs` row.
 
     `id` is the request id (the item's `task_id`); `created_at_ms` is UNIX milliseconds; `cost_micros` is
-    integer micro-USD; `input`/`result` are JSON text already capped by `retention.RetentionPolicy`, or
+    integer micro-USD; `input`/`result` are JSON text already capped by `payloads.PayloadPolicy`, or
     None when the team does not retain payloads.
     """
 

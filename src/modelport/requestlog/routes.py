@@ -42,7 +42,7 @@ def _payload(text: str | None) -> Any:
     try:
         return _decoder.decode(text)
     except msgspec.DecodeError:
-        return text  # not written by this service's retention helper: show it as it is
+        return text  # not written by this service's payload keeping (`payloads.py`): show it as it is
 
 
 def render_item(row: LogRow) -> dict[str, Any]:

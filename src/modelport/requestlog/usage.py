@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from modelport.requestlog.store import DAY_MS
 from modelport.requestlog.tables import usage_daily
 
 
@@ -34,10 +33,6 @@ class UsageRow:
     @property
     def model(self) -> str:
         return f"{self.provider}/{self.model_name}"
-
-    @property
-    def day_ms(self) -> int:
-        return self.day * DAY_MS
 
 
 async def daily_usage(engine: AsyncEngine, team_id: str, first_day: int, last_day: int) -> Sequence[UsageRow]:

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.requestlog.tables import request_logs
 from modelport.retention.archive import ARCHIVE_COLUMNS, jsonl_line
 
 EXPORT_PAGE = 1000
+
+
+async def count_lines(engine: AsyncEngine, team_id: str, since_ms: int, until_ms: int) -> int:
+    """How many lines `export_lines` will yield (for the progress shown on a terminal)."""
+    c = request_logs.c
+    stmt = select(func.count()).where(c.team_id == team_id, c.created_at_ms >= since_ms, c.created_at_ms < until_ms)
+    async with engine.connect() as conn:
+        return int(await conn.scalar(stmt) or 0)
 
 
 async def export_lines(engine: AsyncEngine, team_id: str, since_ms: int, until_ms: int) -> AsyncIterator[bytes]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +47,21 @@ async def team_windows(engine: AsyncEngine, default_days: float) -> list[tuple[s
     return [(team_id, days) for team_id, days in windows if days > 0]
 
 
-async def prune_logs(engine: AsyncEngine, plan: LogPruning, now_ms: int) -> LogPruned:
+async def count_expired(engine: AsyncEngine, default_days: float, now_ms: int) -> int:
+    """How many rows are past their team's window (what `prune_logs` will remove, for the progress shown)."""
+    total = 0
+    for team_id, days in await team_windows(engine, default_days):
+        c = request_logs.c
+        stmt = select(func.count()).where(c.team_id == team_id, c.created_at_ms < now_ms - int(days * DAY_MS))
+        async with engine.connect() as conn:
+            total += int(await conn.scalar(stmt) or 0)
+    return total
+
+
+async def prune_logs(
+    engine: AsyncEngine, plan: LogPruning, now_ms: int, *, on_rows: Callable[[int], None] | None = None
+) -> LogPruned:
+    """Remove the rows past their team's window; `on_rows` hears of every batch removed."""
     pruned = LogPruned()
     for team_id, days in await team_windows(engine, plan.default_days):
         cutoff = now_ms - int(days * DAY_MS)
@@ -58,7 +72,10 @@ async def prune_logs(engine: AsyncEngine, plan: LogPruning, now_ms: int) -> LogP
                 break
             if plan.archive is not None:
                 pruned.archive_files += await _archive(plan.archive, team_id, batch)
-            pruned.rows += await _delete(engine, batch)
+            deleted = await _delete(engine, batch)
+            pruned.rows += deleted
+            if on_rows is not None:
+                on_rows(deleted)
             if len(batch) < plan.pacing.batch_rows:
                 break
             await plan.pacing.pause_after(started)

@@ -28,11 +28,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport import metrics
 from modelport.clock import now_ms as wall_ms
 from modelport.media.files.storage import FileStore
+from modelport.progress import NO_PROGRESS, Progress
 from modelport.retention import partitions, stats
 from modelport.retention.audit import AuditEvents
 from modelport.retention.deliveries import EventDeliveries
 from modelport.retention.lock import pruner_lock
-from modelport.retention.logs import LogPruning, prune_logs, prune_payloads
+from modelport.retention.logs import LogPruning, count_expired, prune_logs, prune_payloads
 from modelport.retention.pacing import Pacing
 from modelport.retention.tasks import prune_tasks
 from modelport.services import ServiceKey
@@ -115,25 +116,29 @@ class Pruner:
             # Jitter keeps the processes of one deployment from trying in lockstep.
             await asyncio.sleep(interval * random.uniform(0.8, 1.2))
 
-    async def run_once(self) -> RunReport | None:
-        """One pruning run, or None when another process holds the lock."""
+    async def run_once(self, *, progress: Progress = NO_PROGRESS) -> RunReport | None:
+        """One pruning run, or None when another process holds the lock. `progress` hears of the expired
+        request log rows (the backlog that takes long) as they go."""
         async with pruner_lock(self.engine, self._lock_file) as held:
             if not held:
                 return None
-            return await self._prune()
+            return await self._prune(progress)
 
-    async def _prune(self) -> RunReport:
+    async def _prune(self, progress: Progress) -> RunReport:
         s, now = self.settings, self._clock()
         started = time.monotonic()
         report = RunReport()
         removed = report.removed
+        if progress is not NO_PROGRESS:
+            progress.start(await count_expired(self.engine, s.request_logs_days, now))
         # Whole partitions first: their payloads are not emptied row by row just before they go.
         dropped = await self._partitions(now)
+        progress.advance(dropped.rows)
         mark = report.timed("partitions", started)
         removed["request_logs.payloads"] = await prune_payloads(self.engine, s.log_payloads_days, self._pacing, now)
         plan = LogPruning(s.request_logs_days, self._pacing, self._archive)
         mark = report.timed("payloads", mark)
-        logs = await prune_logs(self.engine, plan, now)
+        logs = await prune_logs(self.engine, plan, now, on_rows=progress.advance)
         mark = report.timed("request_logs", mark)
         removed["request_logs"] = dropped.rows + logs.rows
         report.archive_files = dropped.archive_files + logs.archive_files

@@ -18,6 +18,7 @@ from modelport.media.assets.library import Added, EmbeddedLibrary, NewAsset
 from modelport.media.assets.probe import Probed, probe
 from modelport.media.assets.refs import resolve_asset_ref
 from modelport.media.assets.repository import AssetRecord
+from modelport.media.assets.states import AssetStatus
 from modelport.media.files.storage.local import LocalFileStore
 from tests.support import media_make as media
 
@@ -82,7 +83,9 @@ async def test_moderation_settles_active_and_failed(engine: AsyncEngine, tmp_pat
         assert settled_cut.reason and "decode" in settled_cut.reason
         assert list((tmp_path / "work").iterdir()) == []  # moderation copies are gone
         # A settled asset is never moved again (compare-and-swap on `processing`).
-        assert not await repo.finish_processing(engine, "asset_good", status="failed", reason="x", now_ms=now_ms())
+        assert not await repo.finish_processing(
+            engine, "asset_good", status=AssetStatus.FAILED, reason="x", now_ms=now_ms()
+        )
     finally:
         await lib.aclose()
 
@@ -100,7 +103,7 @@ async def test_processing_assets_are_moderated_again_at_start(engine: AsyncEngin
     await repo.insert_asset(
         engine,
         dataclasses.replace(
-            row(gone, Added("processing", storage_key=f"assets/{team.id}/asset_gone")), status="processing"
+            row(gone, Added(AssetStatus.PROCESSING, storage_key=f"assets/{team.id}/asset_gone")), status="processing"
         ),
     )
 
@@ -133,7 +136,7 @@ async def test_asset_refs_resolve_only_active_assets_of_the_team(engine: AsyncEn
         ("asset_f", "failed", "image"),
         ("asset_au", "active", "audio"),
     ]:
-        record = dataclasses.replace(row(base, Added(status)), id=asset_id, type=kind)
+        record = dataclasses.replace(row(base, Added(AssetStatus(status))), id=asset_id, type=kind)
         await repo.insert_asset(engine, record)
 
     found = await resolve_asset_ref(engine, team.id, "asset://asset_a", field="first_frame")
@@ -161,7 +164,9 @@ async def test_list_is_newest_first_with_total_and_status_filter(engine: AsyncEn
     base = asset_from(tmp_path, team.id, "asset_0", media.image(400, 400))
     for i in range(5):
         record = dataclasses.replace(
-            row(base, Added("active" if i % 2 else "failed")), id=f"asset_{i}", created_at_ms=1000 + i
+            row(base, Added(AssetStatus.ACTIVE if i % 2 else AssetStatus.FAILED)),
+            id=f"asset_{i}",
+            created_at_ms=1000 + i,
         )
         await repo.insert_asset(engine, record)
     page, total = await repo.list_assets(engine, team.id, status=None, limit=2, offset=1)

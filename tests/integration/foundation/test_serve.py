@@ -178,7 +178,7 @@ def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) 
         workers = worker_pids(multi.process.pid)
         assert len(workers) >= 2
         # Forked by the CLI before it exec'd the supervisor (they carry its command line), not spawned.
-        assert not [pid for pid in workers if b"modelport.serving" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert not [pid for pid in workers if b"modelport.process.serving" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         os.kill(workers[0], signal.SIGKILL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -189,7 +189,7 @@ def test_several_workers_serve_and_a_crashed_worker_is_replaced(tmp_path: Path) 
             time.sleep(0.2)
         assert pids, "the supervisor did not start a replacement worker"
         # A replacement is a fresh interpreter.
-        assert all(b"modelport.serving" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids)
+        assert all(b"modelport.process.serving" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids)
         for _ in range(10):
             assert httpx.get(multi.text_url + "/v1/models", headers=bearer(multi.demo_key)).status_code == 200
 
@@ -208,7 +208,7 @@ def test_several_workers_are_spawned_fresh_when_the_cli_cannot_fork(tmp_path: Pa
         assert multi.demo_key is not None
         workers = worker_pids(multi.process.pid)
         assert len(workers) == 2
-        assert all(b"modelport.serving" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers)
+        assert all(b"modelport.process.serving" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers)
         for _ in range(4):
             assert httpx.get(multi.text_url + "/v1/models", headers=bearer(multi.demo_key)).status_code == 200
         assert multi.stop() == 0

@@ -13,4 +13,4 @@ def test_the_stall_report_holds_the_serving_process_stacks(tmp_path: Path) -> No
     with run_server(tmp_path) as server:
         report = modelport_stacks()
     assert f"--- process {server.process.pid}" in report, report
-    assert "serving_main (modelport/server.py" in report, report
+    assert "serving_main (modelport/process/server.py" in report, report

@@ -1,4 +1,4 @@
-"""The operator service (`billing.operator`) against a real database: suspension, notes, ledger pages."""
+"""The operator service (`operator.verbs`) against a real database: suspension, notes, ledger pages."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts.auth import Authenticator
 from modelport.billing.ledger import ledger_sum
-from modelport.billing.operator import Operator
 from modelport.errors import InvalidParameters, NotFound
+from modelport.operator.verbs import Operator
 from modelport.settings import default_tiers
 
 

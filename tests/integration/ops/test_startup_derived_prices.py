@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from modelport.bootstrap import prepare
+from modelport.process.bootstrap import prepare
 from modelport.settings import Settings
 from modelport.storage.db import create_engine
 

@@ -4,7 +4,7 @@ supervisor of `--workers N` is a lean process.
 A serving process must not import PyAV, Pillow, Alembic, markdown-it, jsonschema, numpy, redis-py or the
 model runtimes at start: they load with the first media task or guide page, or only in the forked child
 that migrates a fresh SQLite file. The
-supervisor (`modelport.supervisor`, exec'd by the CLI after start-up) holds the standard library only, plus
+supervisor (`modelport.process.supervisor`, exec'd by the CLI after start-up) holds the standard library only, plus
 prometheus-client when `/metrics` is on: no pydantic, no SQLAlchemy.
 """
 
@@ -65,7 +65,7 @@ def test_the_supervisor_of_several_workers_holds_no_pydantic_or_sqlalchemy(tmp_p
     with run_server(tmp_path, "--workers", "2", MODELPORT_METRICS_PORT="0") as server:
         supervisor = server.process.pid
         cmdline = Path(f"/proc/{supervisor}/cmdline").read_bytes().split(b"\0")
-        assert b"modelport.supervisor" in cmdline  # the CLI exec'd it: same PID
+        assert b"modelport.process.supervisor" in cmdline  # the CLI exec'd it: same PID
         objects = _shared_objects(supervisor)
         assert not [o for o in objects if "pydantic_core" in o or "sqlalchemy" in o or "uvloop" in o], objects
         assert _rss_mib(supervisor) < 60

@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from modelport.accounts.tables import api_keys, teams
-from modelport.bootstrap import prepare, prepare_worker
+from modelport.process.bootstrap import prepare, prepare_worker
 from modelport.settings import Settings
 from modelport.storage.db import create_engine
 from modelport.storage.migrate import upgrade_to_head

@@ -1,4 +1,4 @@
-"""Behaviour every limiter backend must show, run against each backend by subclassing.
+"""Behaviour every limiter store must show, run against each store by subclassing.
 
 A subclass provides two fixtures: `limiter` (a RateLimiter) and `leases` (a ConcurrencyLimiter), both
 reading time from the `clock` fixture defined here, so window edges can be hit to the microsecond.

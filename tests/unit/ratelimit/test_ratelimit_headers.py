@@ -1,4 +1,4 @@
-"""Headers from decisions, the 429 error, and the backend factory."""
+"""Headers from decisions, the 429 error, and the limiter store factory."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from modelport.ratelimit import (
     rate_limit_headers,
     rate_limited_error,
 )
-from modelport.ratelimit.redis_backend import RedisConcurrencyLimiter, RedisRateLimiter
+from modelport.ratelimit.redis_store import RedisConcurrencyLimiter, RedisRateLimiter
 from modelport.services import make_redis
 from tests.unit.ratelimit.ratelimit_contract import FakeClock
 

@@ -1,4 +1,4 @@
-"""The in-process backends: the shared contract, plus memory bounds."""
+"""The in-process limiter stores: the shared contract, plus memory bounds."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The operator console (`/console/admin/`): teams, keys, the catalog, upstreams, every log and task, the queue.
 
 Signed in with MODELPORT_ADMIN_TOKEN (console/signin.py); absent (404) without one. Every change goes
-through `billing.operator.Operator`, the service the admin API and CLI call.
+through `operator.verbs.Operator`, the service the admin API and CLI call.
 """
 
 from __future__ import annotations

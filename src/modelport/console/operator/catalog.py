@@ -26,7 +26,6 @@ _NEW_TEXT: dict[str, Any] = {
     "prices": {"input": "0", "output": "0"},
     "deployments": [{"kind": "openai_compatible", "base_url": "https://example.invalid/v1", "model": "name"}],
 }
-_NEW_MEDIA: dict[str, Any] = {"type": "text-to-image", "description": "", "docs_url": "", "price_usd": "0"}
 
 
 def _masked(spec: dict[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit, urlunsplit
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
-from modelport.billing.operator import Operator
 from modelport.console.templating import console_root, render
+from modelport.operator.verbs import Operator
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 

@@ -1,6 +1,6 @@
 """What the operator console reads across every team: request logs, media tasks, the queue.
 
-Reads only: every change an operator makes goes through `billing.operator.Operator`. Lists page by keyset
+Reads only: every change an operator makes goes through `operator.verbs.Operator`. Lists page by keyset
 on (created_at_ms, id), newest first, through the `ix_*_created_id` indexes (or the team's own index when
 a team is chosen), so a page costs the same at the millionth row as at the first.
 """

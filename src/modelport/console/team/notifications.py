@@ -1,5 +1,5 @@
 """Team notifications (`/console/notifications`): the settings form, a test event and the latest deliveries
-with their attempts. Sessions signed in with an admin key only, as on the API (`media.notifications_api`)."""
+with their attempts. Sessions signed in with an admin key only, as on the API (`team_admin.notifications`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from modelport.billing import notify
 from modelport.console.deps import require_team
 from modelport.console.templating import render
 from modelport.errors import InvalidParameters
-from modelport.media.notifications_api import check_url
+from modelport.team_admin.notifications import check_url
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 from modelport.web.query_int import plain_int

@@ -37,18 +37,19 @@ from modelport.media.assets.breaker import CircuitBreaker
 from modelport.media.assets.errors import AssetRejected, ProviderUnavailable
 from modelport.media.assets.library import Added, NewAsset
 from modelport.media.assets.repository import AssetRecord
+from modelport.media.assets.states import AssetStatus
 from modelport.settings import AssetsSettings
 
 log = logging.getLogger("modelport.media.assets.vendora")
 
 STATUS_MAP = {
-    "active": "active",
-    "ready": "active",
-    "pending": "processing",
-    "queued": "processing",
-    "processing": "processing",
-    "failed": "failed",
-    "rejected": "failed",
+    "active": AssetStatus.ACTIVE,
+    "ready": AssetStatus.ACTIVE,
+    "pending": AssetStatus.PROCESSING,
+    "queued": AssetStatus.PROCESSING,
+    "processing": AssetStatus.PROCESSING,
+    "failed": AssetStatus.FAILED,
+    "rejected": AssetStatus.FAILED,
 }
 _REJECTED = frozenset({400, 413, 415, 422})
 
@@ -134,7 +135,7 @@ class HttpLibrary:
         if added.upstream_id:
             await self._delete_upstream(added.upstream_id)
 
-    async def refresh(self, record: AssetRecord) -> tuple[str, str | None] | None:
+    async def refresh(self, record: AssetRecord) -> tuple[AssetStatus, str | None] | None:
         if record.upstream_id is None or self._breaker.state == "open":
             return None
         try:
@@ -142,7 +143,7 @@ class HttpLibrary:
         except ProviderUnavailable:
             return None  # polling shows the last known state while the provider is away
         if status == 404:
-            return "failed", "the provider no longer has this asset"
+            return AssetStatus.FAILED, "the provider no longer has this asset"
         if status != 200:
             return None
         return _map(body)
@@ -164,7 +165,7 @@ class HttpLibrary:
         settled = 0
         for record in await repo.processing_assets(engine, self.backend, limit=200):
             fresh = await self.refresh(record)
-            if fresh is not None and fresh[0] != "processing":
+            if fresh is not None and fresh[0] != AssetStatus.PROCESSING:
                 status, reason = fresh
                 settled += await repo.finish_processing(
                     engine, record.id, status=status, reason=reason, now_ms=now_ms()
@@ -246,13 +247,13 @@ class HttpLibrary:
         return os.environ.get(self._settings.api_key_env, "")
 
 
-def _map(body: dict[str, Any]) -> tuple[str, str | None]:
+def _map(body: dict[str, Any]) -> tuple[AssetStatus, str | None]:
     raw = str(body.get("status", "")).lower()
     status = STATUS_MAP.get(raw)
     if status is None:
         log.warning("vendorA sent an unknown asset status %r; treating it as processing", raw)
-        status = "processing"
-    return status, (_reason(body) if status == "failed" else None)
+        status = AssetStatus.PROCESSING
+    return status, (_reason(body) if status == AssetStatus.FAILED else None)
 
 
 def _reason(body: dict[str, Any]) -> str | None:

@@ -1,6 +1,6 @@
 """The asset library interface the `vendorA` provider is served by, and its embedded implementation.
 
-A library takes a fetched, probed file and says what became of it: `Added(status, ...)`. Two backends
+A library takes a fetched, probed file and says what became of it: `Added(status, ...)`. Two libraries
 (`MODELPORT_ASSETS__BACKEND`): `EmbeddedLibrary` here (the default) and `http_library.HttpLibrary`
 (the vendorA asset API).
 
@@ -30,6 +30,7 @@ from modelport.clock import now_ms
 from modelport.media.assets import repository as repo
 from modelport.media.assets.probe import Probed, Rejected, decode_fully, probe
 from modelport.media.assets.repository import AssetRecord
+from modelport.media.assets.states import AssetStatus
 from modelport.media.files.storage import FileStore, ObjectMissing
 from modelport.services import ServiceKey
 
@@ -39,7 +40,7 @@ ASSET_LIBRARY: ServiceKey[AssetLibrary] = ServiceKey("asset library")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Added:
-    status: str  # processing | active | failed
+    status: AssetStatus
     reason: str | None = None
     upstream_id: str | None = None
     storage_key: str | None = None
@@ -74,7 +75,7 @@ class AssetLibrary(Protocol):
         """The asset's row could not be written: undo `add`."""
         ...
 
-    async def refresh(self, record: AssetRecord) -> tuple[str, str | None] | None:
+    async def refresh(self, record: AssetRecord) -> tuple[AssetStatus, str | None] | None:
         """The library's current (status, reason) of a `processing` asset, or None if unknown now."""
         ...
 
@@ -118,7 +119,7 @@ class EmbeddedLibrary:
         copy = self._work_dir / f"moderate-{asset.asset_id}"
         await asyncio.to_thread(_link_or_copy, asset.path, copy)
         self._pending[asset.asset_id] = (copy, asset.probed)
-        return Added(status="processing", storage_key=key)
+        return Added(status=AssetStatus.PROCESSING, storage_key=key)
 
     async def after_insert(self, asset: NewAsset, added: Added) -> None:
         found = self._pending.pop(asset.asset_id, None)
@@ -134,7 +135,7 @@ class EmbeddedLibrary:
         if added.storage_key:
             await self._store.delete(added.storage_key)
 
-    async def refresh(self, record: AssetRecord) -> tuple[str, str | None] | None:
+    async def refresh(self, record: AssetRecord) -> tuple[AssetStatus, str | None] | None:
         return None  # moderation writes the row itself
 
     async def remove(self, record: AssetRecord) -> None:
@@ -172,12 +173,15 @@ class EmbeddedLibrary:
                 try:
                     async with asyncio.timeout(self._time_limit):
                         await asyncio.to_thread(self._decode, path, probed)
-                    status, reason = "active", None
+                    status, reason = AssetStatus.ACTIVE, None
                 except Rejected as exc:
-                    status, reason = "failed", exc.reason[:255]
+                    status, reason = AssetStatus.FAILED, exc.reason[:255]
                 except TimeoutError:
                     # The thread cannot be stopped; it finishes in the background, the slot is freed.
-                    status, reason = "failed", f"moderation did not finish within {self._time_limit:g} seconds"
+                    status, reason = (
+                        AssetStatus.FAILED,
+                        f"moderation did not finish within {self._time_limit:g} seconds",
+                    )
             await repo.finish_processing(self._engine, asset_id, status=status, reason=reason, now_ms=now_ms())
             log.info("asset %s moderated: %s%s", asset_id, status, f" ({reason})" if reason else "")
         except asyncio.CancelledError:
@@ -206,7 +210,9 @@ class EmbeddedLibrary:
         except (ObjectMissing, Rejected) as exc:
             _remove(path)
             reason = exc.reason if isinstance(exc, Rejected) else "the stored file is gone"
-            await repo.finish_processing(self._engine, record.id, status="failed", reason=reason, now_ms=now_ms())
+            await repo.finish_processing(
+                self._engine, record.id, status=AssetStatus.FAILED, reason=reason, now_ms=now_ms()
+            )
             return
         await self._moderate(record.id, path, probed)
 

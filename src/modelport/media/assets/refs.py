@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.errors import InvalidParameters
 from modelport.media.assets import repository as repo
 from modelport.media.assets.repository import AssetRecord
+from modelport.media.assets.states import AssetStatus
 
 SCHEME = "asset://"
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -34,11 +35,11 @@ async def resolve_asset_ref(
     record = await repo.get_asset(engine, team_id, asset_id)
     if record is None:
         raise InvalidParameters(f"{field}: asset {asset_id!r} does not exist for this team", param=field)
-    if record.status == "processing":
+    if record.status == AssetStatus.PROCESSING:
         raise InvalidParameters(
             f"{field}: asset {asset_id!r} is still processing; retry when it is active", param=field
         )
-    if record.status != "active":
+    if record.status != AssetStatus.ACTIVE:
         raise InvalidParameters(f"{field}: asset {asset_id!r} failed and cannot be used", param=field)
     if record.type not in kinds:
         raise InvalidParameters(f"{field}: asset {asset_id!r} is {record.type}, not {' or '.join(kinds)}", param=field)

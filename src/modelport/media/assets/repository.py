@@ -13,6 +13,7 @@ from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts.tables import teams
+from modelport.media.assets.states import AssetStatus
 from modelport.media.assets.tables import provider_assets
 
 
@@ -79,12 +80,12 @@ async def list_assets(
 
 
 async def finish_processing(
-    engine: AsyncEngine, asset_id: str, *, status: str, reason: str | None, now_ms: int
+    engine: AsyncEngine, asset_id: str, *, status: AssetStatus, reason: str | None, now_ms: int
 ) -> bool:
     """processing → active/failed, once; False if the asset is gone or already settled."""
     query = (
         update(provider_assets)
-        .where(provider_assets.c.id == asset_id, provider_assets.c.status == "processing")
+        .where(provider_assets.c.id == asset_id, provider_assets.c.status == AssetStatus.PROCESSING)
         .values(status=status, reason=reason, updated_at_ms=now_ms)
     )
     async with engine.begin() as conn:
@@ -94,7 +95,7 @@ async def finish_processing(
 async def processing_assets(engine: AsyncEngine, backend: str, limit: int = 1000) -> list[AssetRecord]:
     query = (
         select(provider_assets)
-        .where(provider_assets.c.status == "processing", provider_assets.c.backend == backend)
+        .where(provider_assets.c.status == AssetStatus.PROCESSING, provider_assets.c.backend == backend)
         .order_by(provider_assets.c.created_at_ms)
         .limit(limit)
     )

@@ -31,13 +31,14 @@ from modelport.media.assets.errors import AssetRejected, AssetServiceOff
 from modelport.media.assets.library import AssetLibrary, NewAsset
 from modelport.media.assets.probe import MAX_BYTES, MediaKind, Rejected, probe
 from modelport.media.assets.repository import AssetRecord
+from modelport.media.assets.states import AssetStatus
 from modelport.net import FetchError, SafeFetcher, UrlFormatRefused, UrlRefused
 from modelport.services import ServiceKey
 from modelport.settings import AssetsSettings
 
 PROVIDERS = ("vendorA",)
 TYPES: tuple[MediaKind, ...] = ("image", "video", "audio")
-STATUSES = ("active", "processing", "failed")
+STATUSES = tuple(AssetStatus)
 MAX_URL_CHARS = 2048
 MAX_NAME_CHARS = 64
 ASSETS: ServiceKey[AssetService] = ServiceKey("assets")
@@ -173,9 +174,9 @@ class AssetService:
     async def get(self, team_id: str, provider: str, asset_id: str) -> dict[str, Any]:
         check_provider(provider)
         record = await self._find(team_id, provider, asset_id)
-        if record.status == "processing":
+        if record.status == AssetStatus.PROCESSING:
             fresh = await self.library.refresh(record)
-            if fresh is not None and fresh[0] != "processing":
+            if fresh is not None and fresh[0] != AssetStatus.PROCESSING:
                 status, reason = fresh
                 now = now_ms()
                 if await repo.finish_processing(self.engine, record.id, status=status, reason=reason, now_ms=now):
@@ -213,7 +214,7 @@ def view(record: AssetRecord, *, registration: bool = False) -> dict[str, Any]:
     if record.name is not None:
         out["name"] = record.name
     out["status"] = record.status
-    if record.status == "failed" and record.reason:
+    if record.status == AssetStatus.FAILED and record.reason:
         out["reason"] = record.reason
     if not registration:
         out["created_at"] = record.created_at_ms // 1000

@@ -3,7 +3,7 @@
 The first SNIFF_BYTES bytes are held back until the type is known, so nothing reaches storage for a
 file we will refuse; after that chunks pass straight through while being counted. Going over the upload
 limit is a 413, going over the team's remaining quota a QuotaExceeded, both raised mid-stream (the
-storage backend then discards what it wrote).
+file store then discards what it wrote).
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ class FilesService:
             name=record.name,
         )
 
-    # -- retention --------------------------------------------------------------------------------
+    # -- lifetime ---------------------------------------------------------------------------------
 
     async def sweep_once(self) -> int:
         """Remove every expired file (row, then bytes); returns how many this call removed."""

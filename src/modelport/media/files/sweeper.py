@@ -1,4 +1,4 @@
-"""Background retention sweeper: one asyncio task per process, removing expired files.
+"""Background file sweeper: one asyncio task per process, removing files past their lifetime.
 
 Several processes may sweep at once: each file's row is taken by exactly one DELETE ... RETURNING, and
 only that process removes its bytes (see repository.delete_expired).

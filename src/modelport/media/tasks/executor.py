@@ -23,13 +23,13 @@ from modelport.clock import now_ms
 from modelport.media.files.storage import FileStore
 from modelport.media.files.stored import put_new
 from modelport.media.tasks import reads
-from modelport.media.tasks.backend import Embedded, Hosted, backend_of
 from modelport.media.tasks.events import TaskEvent
 from modelport.media.tasks.hosted.client import ProviderFailed
 from modelport.media.tasks.hosted.media import HostedMedia
 from modelport.media.tasks.inputs import InputUnavailable, read_input
 from modelport.media.tasks.live import TaskChanges
 from modelport.media.tasks.models import RenderControl, RenderedFile, RenderStopped
+from modelport.media.tasks.placement import Embedded, Hosted, placement_of
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.render.host import RenderFailed, RenderHost, RenderRefused
 from modelport.media.tasks.rows import StoredFile, TaskRow
@@ -160,8 +160,8 @@ class TaskExecutor:
                 log.exception("task %s run %d crashed", task_id, run)
                 await self.fail(task_id, "internal_error", f"the model failed: {type(exc).__name__}", run=run)
                 return
-        retention = task.result_retention_seconds or self._settings.result_retention_seconds
-        expires = now_ms() + retention * 1000
+        lifetime = task.result_retention_seconds or self._settings.result_retention_seconds
+        expires = now_ms() + lifetime * 1000
         try:
             ended = await self._transitions.finish_success(
                 task_id, run, files=files, cost_micros=cost, metadata=metadata, result_expires_at_ms=expires
@@ -196,13 +196,13 @@ class TaskExecutor:
     async def _run(
         self, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> tuple[list[StoredFile], int, dict[str, object]]:
-        backend = await backend_of((await self._catalog.get()).media.get(task.model_id))
-        if backend is None:
+        placement = await placement_of((await self._catalog.get()).media.get(task.model_id))
+        if placement is None:
             raise _TaskError("model_unavailable", f"model {task.model_id!r} is no longer available")
-        if isinstance(backend, Hosted):
-            outputs = await self._hosted_outputs(backend, task, lost, control)
+        if isinstance(placement, Hosted):
+            outputs = await self._hosted_outputs(placement, task, lost, control)
         else:
-            outputs = await self._render(backend, task, lost, control)
+            outputs = await self._render(placement, task, lost, control)
         if lost.is_set():
             raise _LeaseLost()
         files: list[StoredFile] = []
@@ -213,8 +213,8 @@ class TaskExecutor:
             await self._discard(files)  # no row will ever name these bytes
             raise
         rendered_units = [out.units for out in outputs if out.units is not None]
-        units = sum(rendered_units) if rendered_units else backend.units(task.input)
-        cost = price_micros(backend.model, units)
+        units = sum(rendered_units) if rendered_units else placement.units(task.input)
+        cost = price_micros(placement.model, units)
         metadata: dict[str, object] = {"seed": task.seed}
         for out in outputs:
             metadata.update(out.metadata)
@@ -223,9 +223,9 @@ class TaskExecutor:
         return files, cost, metadata
 
     async def _render(
-        self, backend: Embedded, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, placement: Embedded, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
-        name, task_model = backend.name, backend.spec
+        name, task_model = placement.name, placement.spec
         inputs: dict[str, bytes] = {}
         for field in task_model.url_fields:
             value = task.input.get(field)
@@ -258,7 +258,7 @@ class TaskExecutor:
         return outputs
 
     async def _hosted_outputs(
-        self, backend: Hosted, task: TaskRow, lost: asyncio.Event, control: RenderControl
+        self, placement: Hosted, task: TaskRow, lost: asyncio.Event, control: RenderControl
     ) -> list[RenderedFile]:
         """The provider's outputs; unlike a render thread, the calls stop at once when the run loses its task
         (lease taken over, deadline passed, cancelled), freeing the provider slot (and a submit-and-poll
@@ -267,7 +267,7 @@ class TaskExecutor:
         def report(fraction: float) -> None:
             control.fraction = fraction
 
-        call = asyncio.create_task(self._hosted.run(backend.model, task, report))
+        call = asyncio.create_task(self._hosted.run(placement.model, task, report))
         try:
             await _until_lost(call, lost)
         finally:

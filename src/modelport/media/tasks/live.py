@@ -4,9 +4,9 @@ The row stays the truth: a waiter is only told "read the row again now". On Post
 progress change sends `NOTIFY modelport_tasks, '<task id>'` in its own transaction (`rows.notify_in`),
 so a process LISTENing on one connection wakes its waiters whichever process changed the row. Without
 PostgreSQL but with Redis (`MODELPORT_REDIS_URL`), the process that changed a row publishes the task id on
-`<ratelimit_prefix>:task-changes` after its commit (`publish`) and every process subscribes. With neither
-(or while the connection is down) waiters read the row every `events_poll_seconds` (0.5 s), a bounded poll
-that keeps the delay under a second.
+`<redis_prefix>:task-changes` (`Settings.redis_prefix`) after its commit (`publish`) and every process
+subscribes. With neither (or while the connection is down) waiters read the row every `events_poll_seconds`
+(0.5 s), a bounded poll that keeps the delay under a second.
 """
 
 from __future__ import annotations

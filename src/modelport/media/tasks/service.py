@@ -30,11 +30,11 @@ from modelport.errors import Conflict, InsufficientQuota, InvalidFormat, Invalid
 from modelport.ids import new_id
 from modelport.media.idempotency import Claim, IdempotencyKeys
 from modelport.media.tasks import reads
-from modelport.media.tasks.backend import Backend, backend_of
 from modelport.media.tasks.events import TaskEvent
 from modelport.media.tasks.holds import TeamHolds
 from modelport.media.tasks.inputs import check_public_url
 from modelport.media.tasks.live import TaskChanges
+from modelport.media.tasks.placement import Placement, placement_of
 from modelport.media.tasks.pricing import price_micros
 from modelport.media.tasks.reads import ListFilter
 from modelport.media.tasks.rows import NewTask, TaskRow
@@ -55,7 +55,7 @@ log = logging.getLogger("modelport.media.tasks")
 
 MAX_PAGE = 100
 MAX_WEBHOOK_URL = 2048
-MIN_RESULT_RETENTION = 60
+MIN_RESULT_LIFETIME = 60
 # How long a client over its concurrency limit is told to wait before retrying.
 RETRY_AFTER_SECONDS = 5
 TASKS: ServiceKey[TaskService] = ServiceKey("media tasks")
@@ -119,13 +119,13 @@ class TaskService:
 
     # -- create -----------------------------------------------------------------------------------------
 
-    async def backend(self, slug: str) -> Backend:
+    async def placement(self, slug: str) -> Placement:
         """The active model `slug` and where its tasks run; NotFound when there is none this build can run."""
         model = (await self.catalog.get()).media.get(slug)
-        backend = await backend_of(model) if model is not None and model.active else None
-        if backend is None:
+        placement = await placement_of(model) if model is not None and model.active else None
+        if placement is None:
             raise NotFound(f"model {slug!r} does not exist")
-        return backend
+        return placement
 
     async def check_webhook_url(self, raw: str | None) -> str | None:
         if raw is None:
@@ -155,13 +155,13 @@ class TaskService:
                 raise InvalidParameters("X-Webhook-Events needs an X-Webhook-URL", param="X-Webhook-Events")
             events = tuple(n for n in TaskEvent if n in names)
         timeout = _seconds_header(headers.timeout, "X-Task-Timeout", 1, int(model.deadline_seconds))
-        retention = _seconds_header(
+        lifetime = _seconds_header(  # the result files' lifetime (public names keep "retention")
             headers.result_retention,
             "X-Result-Retention",
-            MIN_RESULT_RETENTION,
+            MIN_RESULT_LIFETIME,
             self.settings.result_retention_seconds,
         )
-        return TaskOptions(webhook, events, timeout, retention)
+        return TaskOptions(webhook, events, timeout, lifetime)
 
     async def create(
         self,
@@ -181,16 +181,16 @@ class TaskService:
         `key_limits`: the creating key's; a spend limit is held in the same transaction as the team's money.
         `idempotency`: the key this request holds; its answer is recorded in the transaction that creates
         the task, so a duplicate can never create a second one."""
-        backend = await self.backend(slug)
-        model = backend.model
+        placement = await self.placement(slug)
+        model = placement.model
         try:
             parsed = orjson.loads(body) if body.strip() else {}
         except orjson.JSONDecodeError as exc:
             raise InvalidParameters(f"the request body is not valid JSON: {exc}", param="body") from exc
         params = validate_input(model, parsed)
         options = await self.check_options(model, headers or TaskHeaders(webhook_url=webhook_url))
-        await backend.check_inputs(self.engine, self.fetcher, team_id, params)
-        price = price_micros(model, backend.units(params))
+        await placement.check_inputs(self.engine, self.fetcher, team_id, params)
+        price = price_micros(model, placement.units(params))
         seed = int(params["seed"]) if "seed" in params else secrets.randbelow(2**32)
         now = now_ms()
         deadline_seconds = options.timeout_seconds or model.deadline_seconds

@@ -15,6 +15,7 @@ context.configure(
     target_metadata=all_tables(),
     render_as_batch=connection.dialect.name == "sqlite",
     compare_type=True,
+    on_version_apply=context.config.attributes.get("on_version_apply"),  # `migrate`'s progress on a terminal
 )
 with context.begin_transaction():
     context.run_migrations()

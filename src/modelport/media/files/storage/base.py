@@ -1,4 +1,4 @@
-"""The storage interface every backend implements.
+"""The file store interface every store implements.
 
 Bytes always move as async iterators of chunks, so neither an upload nor a download is ever held whole
 in memory. Keys are relative, slash-separated paths made by our own code; `check_key` refuses anything

@@ -1,4 +1,4 @@
-"""Builds the configured storage backend."""
+"""Builds the configured file store (setting `files.backend`: local or s3)."""
 
 from __future__ import annotations
 

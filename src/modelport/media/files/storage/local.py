@@ -1,4 +1,4 @@
-"""Local-directory backend (the embedded default): one file per object under a root directory.
+"""Local-directory file store (the embedded default): one file per object under a root directory.
 
 An upload is written to a hidden temporary file beside its target and renamed into place only when the
 stream ends cleanly, so readers never see a half-written object and an aborted upload leaves nothing.

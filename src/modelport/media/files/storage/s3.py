@@ -1,4 +1,4 @@
-"""S3-compatible backend (AWS S3, MinIO, Ceph, R2...) over aiobotocore.
+"""S3-compatible file store (AWS S3, MinIO, Ceph, R2...) over aiobotocore.
 
 aiobotocore is the async core that aioboto3 itself wraps: the client API is botocore's own (so every
 S3-compatible server botocore speaks to works), it is released in step with botocore, and fully typed

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from modelport.cli import main
+from modelport.process.cli import main
 from modelport.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Environment names the code reads outside the settings object.
 NOT_SETTINGS = {"MODELPORT_CONFIG", "MODELPORT_VENDORA_API_KEY"}
 

@@ -1,8 +1,8 @@
 """Where a media model's tasks run, decided once per task: an embedded model on this machine (the catalog
 entry's `runner`) or a hosted media provider (its `upstream`).
 
-Creation asks the backend to check the input's media fields and for the billing units to freeze; the
-executor runs the task through the same backend.
+Creation asks the placement to check the input's media fields and for the billing units to freeze; the
+executor runs the task through the same placement.
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ class Hosted:
         return hosted.units(self.model, params)
 
 
-Backend = Embedded | Hosted
+Placement = Embedded | Hosted
 
 
-async def backend_of(model: MediaModel | None) -> Backend | None:
+async def placement_of(model: MediaModel | None) -> Placement | None:
     """None: no such model, or it names no provider and no embedded model this build has."""
     if model is None:
         return None

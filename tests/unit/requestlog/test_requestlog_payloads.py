@@ -6,17 +6,17 @@ import json
 
 import pytest
 
-from modelport.requestlog.retention import RetentionPolicy
+from modelport.requestlog.payloads import PayloadPolicy
 
 
 def test_off_keeps_nothing() -> None:
-    policy = RetentionPolicy(enabled=False)
+    policy = PayloadPolicy(enabled=False)
     assert policy.payload({"a": 1}) is None
     assert policy.payload_from_json(b'{"a": 1}') is None
 
 
 def test_small_payload_is_kept_exactly() -> None:
-    policy = RetentionPolicy(enabled=True, max_bytes=1024)
+    policy = PayloadPolicy(enabled=True, max_bytes=1024)
     body = {"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "héllo ☃"}]}
     stored = policy.payload(body)
     assert stored is not None and json.loads(stored) == body
@@ -26,7 +26,7 @@ def test_small_payload_is_kept_exactly() -> None:
 
 @pytest.mark.parametrize("filler", ["a", "é", "☃", "\x01", '"', "😀"])
 def test_large_payload_becomes_a_marker_within_the_cap(filler: str) -> None:
-    policy = RetentionPolicy(enabled=True, max_bytes=300)
+    policy = PayloadPolicy(enabled=True, max_bytes=300)
     body = {"content": filler * 5000}
     full = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     stored = policy.payload(body)
@@ -41,13 +41,13 @@ def test_large_payload_becomes_a_marker_within_the_cap(filler: str) -> None:
 
 
 def test_raw_text_that_is_not_json_is_kept_as_a_string() -> None:
-    policy = RetentionPolicy(enabled=True, max_bytes=1024)
+    policy = PayloadPolicy(enabled=True, max_bytes=1024)
     stored = policy.payload_from_json(b"not json \xff")
     assert stored is not None and json.loads(stored) == "not json \ufffd"
 
 
 def test_unencodable_values_fall_back_to_text() -> None:
-    policy = RetentionPolicy(enabled=True)
+    policy = PayloadPolicy(enabled=True)
     stored = policy.payload({"when": object.__new__(object), 3: "x"})
     assert stored is not None
     decoded = json.loads(stored)
@@ -56,4 +56,4 @@ def test_unencodable_values_fall_back_to_text() -> None:
 
 def test_cap_has_a_floor() -> None:
     with pytest.raises(ValueError):
-        RetentionPolicy(enabled=True, max_bytes=10)
+        PayloadPolicy(enabled=True, max_bytes=10)

@@ -1,8 +1,8 @@
 """The operator's verbs, in one place: the admin CLI, the admin API and the operator console all call these.
 
 Teams (create, show, list, flags, tier, suspend), keys (create, list, revoke), top-ups with a note, ledger
-reads, and catalog edits. It lives in `billing/` because that is the lowest layer that reaches accounts,
-the catalog and the ledger together.
+reads, and catalog edits. Its package sits just above accounts, billing and the catalog, which it reaches
+together.
 
 Inside a serving process the operator is built with the process's key cache and catalog snapshot
 (`Operator.for_services`): a change that affects who may call what (revocation, suspension, tier, flags)

@@ -1,4 +1,5 @@
-"""The `input` and `result` payloads of a log row, for teams that retain them (`teams.log_retention`).
+"""The `input` and `result` payloads of a log row, kept for teams that keep them (`teams.log_retention`, a
+public name: the word here is "payload keeping", not retention, which is how long rows live: `retention/`).
 
 A payload is JSON text of at most `max_bytes` UTF-8 bytes. A larger one is replaced by a marker that is
 still valid JSON and within the cap:
@@ -18,7 +19,7 @@ MIN_MAX_BYTES = 256
 
 
 @dataclass(frozen=True, slots=True)
-class RetentionPolicy:
+class PayloadPolicy:
     enabled: bool
     max_bytes: int = DEFAULT_MAX_BYTES
 

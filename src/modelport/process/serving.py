@@ -1,4 +1,5 @@
-"""`python -m modelport.serving`: one serving process of `serve --workers N`, started by `modelport.supervisor`.
+"""`python -m modelport.process.serving`: one serving process of `serve --workers N`, started by the supervisor
+(`modelport.process.supervisor`).
 
 It loads the settings itself, from the environment the CLI left (with what its options overrode: the
 interface, the bound ports, `--no-workers`), and serves both hosts on the listening sockets it inherited,
@@ -9,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 
-from modelport import server
+from modelport.process import server
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m modelport.serving")
+    parser = argparse.ArgumentParser(prog="python -m modelport.process.serving")
     parser.add_argument("--media-fd", type=int, required=True)
     parser.add_argument("--text-fd", type=int, required=True)
     args = parser.parse_args(argv)

@@ -21,8 +21,8 @@ from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.models import ApiKey
 from modelport.accounts.permissions import Permission
 from modelport.billing.key_budget import key_spend_view
-from modelport.billing.operator import Operator
 from modelport.errors import InvalidParameters, NotFound
+from modelport.operator.verbs import Operator
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, media_auth_with
 from modelport.web.envelope import ok

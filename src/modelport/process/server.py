@@ -2,8 +2,8 @@
 
 The CLI runs the one-off start-up work, imports the apps and binds both listening sockets (`launch.py`), then
 either serves in-process (one process: `serving_main` here) or forks N serving processes (`fork_serving`:
-they start with the apps imported) and execs the lean `modelport.supervisor`, which adopts them and starts
-any replacement as `python -m modelport.serving`. They share the sockets (the kernel spreads connections).
+they start with the apps imported) and execs the lean `modelport.process.supervisor`, which adopts them and starts
+any replacement as `python -m modelport.process.serving`. They share the sockets (the kernel spreads connections).
 Every one runs both apps in one event loop over one shared service container. SIGTERM/SIGINT stop accepting, finish
 in-flight requests, then close the services (which drains pending log and ledger writes).
 """
@@ -29,8 +29,8 @@ from typing import NoReturn
 
 import uvicorn
 
-from modelport import launch
 from modelport.logs import configure_logging
+from modelport.process import launch
 from modelport.settings import Settings, load_settings
 from modelport.web.errors import Host
 from modelport.web.http_protocol import ConnectionLimits, protocol_for
@@ -200,7 +200,7 @@ def fork_serving(
 def _serving_child(
     media_sock: socket.socket, text_sock: socket.socket, metrics_endpoint: launch.MetricsEndpoint | None
 ) -> NoReturn:
-    """A forked serving process: made like a spawned one (`python -m modelport.serving`), then serves."""
+    """A forked serving process: made like a spawned one (`python -m modelport.process.serving`), then serves."""
     code = 1
     try:
         # Nothing of the CLI's runs at this process's exit; what the serving process registers does.
@@ -228,7 +228,7 @@ def _serving_child(
 
 
 def serve_inherited(media_fd: int, text_fd: int) -> None:
-    """A serving process of `--workers N` (forked by the CLI, or `python -m modelport.serving`): it loads the
+    """A serving process of `--workers N` (forked by the CLI, or `python -m modelport.process.serving`): it loads the
     settings itself, from the environment the CLI left, and serves both hosts on the sockets it inherited."""
     settings = load_settings()
     media_sock = socket.socket(fileno=media_fd)

@@ -75,7 +75,7 @@ def serving_argv(media_sock: socket.socket, text_sock: socket.socket) -> list[st
     return [
         sys.executable,
         "-m",
-        "modelport.serving",
+        "modelport.process.serving",
         *("--media-fd", str(media_sock.fileno()), "--text-fd", str(text_sock.fileno())),
     ]
 
@@ -100,9 +100,9 @@ def exec_supervisor(
     forked: list[int],
 ) -> NoReturn:
     """Replace this process (same PID, sockets kept open, `forked` serving processes still its children) with
-    the lean `modelport.supervisor`, which starts the serving processes not forked yet."""
+    the lean `modelport.process.supervisor`, which starts the serving processes not forked yet."""
     serving_environment(settings)
-    argv = [sys.executable, "-m", "modelport.supervisor", "--workers", str(processes)]
+    argv = [sys.executable, "-m", "modelport.process.supervisor", "--workers", str(processes)]
     argv += [arg for pid in forked for arg in ("--adopt", str(pid))]
     argv += ["--socket-fd", str(media_sock.fileno()), "--socket-fd", str(text_sock.fileno())]
     if metrics_endpoint is not None and metrics_endpoint.sock is not None and metrics_endpoint.directory is not None:
@@ -118,7 +118,7 @@ def exec_supervisor(
 def _keep_import_path() -> None:
     """The new interpreters import this same `modelport` (a launcher may have put another checkout first on
     sys.path): its directory goes first on PYTHONPATH, unless it is a site-packages directory already."""
-    here = str(Path(__file__).resolve().parent.parent)
+    here = str(Path(__file__).resolve().parents[2])  # the directory holding the `modelport` package
     if here in site.getsitepackages() or here in os.environ.get("PYTHONPATH", "").split(os.pathsep):
         return
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)

@@ -1,12 +1,12 @@
 """The parent of `serve --workers N` once start-up is done: keeps N serving processes alive.
 
-`modelport serve` (cli.py) loads the settings, runs the one-off start-up work, binds the sockets and prints
+`modelport serve` (`cli/serving.py`) loads the settings, runs the one-off start-up work, binds the sockets and prints
 the banner, forks the serving processes (which start with the apps already imported), then execs
-`python -m modelport.supervisor` in the same process (same PID, the listening sockets inherited, the forked
+`python -m modelport.process.supervisor` in the same process (same PID, the listening sockets inherited, the forked
 serving processes still its children: it adopts them). The CLI's modules (pydantic, SQLAlchemy, the apps:
 ~100 MiB) are gone with the old image, and this module uses the standard library only (~13 MiB;
 prometheus-client adds ~11 MiB when `/metrics` is on). A serving process it starts itself (one the CLI could
-not fork, or a restart) is `python -m modelport.serving` with the sockets' descriptors on its command line;
+not fork, or a restart) is `python -m modelport.process.serving` with the sockets' descriptors on its command line;
 it loads the settings itself from the same environment.
 
 The supervisor restarts a serving process that dies (sweeping its live gauges from the metrics directory), and
@@ -145,7 +145,7 @@ def _adopt(fd: int) -> socket.socket:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m modelport.supervisor")
+    parser = argparse.ArgumentParser(prog="python -m modelport.process.supervisor")
     parser.add_argument("--workers", dest="processes", type=int, required=True)  # serving processes
     parser.add_argument("--adopt", type=int, action="append", default=[], help="a serving process forked by the CLI")
     parser.add_argument("--socket-fd", type=int, action="append", default=[], help="inherited by the serving processes")
