@@ -141,6 +141,13 @@ async def update_team(engine: AsyncEngine, ref: str, *, actor: Actor | None = No
     return await get_team(engine, team.id)
 
 
+async def raise_tier_in(conn: AsyncConnection, team_id: str, tier: str, *, lower: list[str]) -> bool:
+    """Set the team's tier to `tier` only if it is one of `lower`, in the caller's transaction (a top-up's:
+    only ever moves up, and the WHERE keeps a concurrent larger top-up's tier); whether it changed."""
+    result = await conn.execute(update(teams).where(teams.c.id == team_id, teams.c.tier.in_(lower)).values(tier=tier))
+    return result.rowcount > 0
+
+
 async def create_key(
     engine: AsyncEngine,
     team_ref: str,

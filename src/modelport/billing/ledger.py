@@ -9,6 +9,9 @@ Holds move money from available to frozen (a negative `hold` entry: the text gat
 reservations, `reserve`; media tasks use `freeze_in`); a hold ends in `release`s (the money comes back)
 and `charge`s (the actual cost), written by `billing.settlement.write_settlements` (the text gateway) or
 `settle_in` (media tasks).
+
+The statements on the team's row (`teams` belongs to `accounts`) are `accounts.balances`'s, run here in the
+transaction of the entries they go with.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.accounts.tables import teams
+from modelport.accounts import balances
 from modelport.billing import daily, key_budget, notify, reservations, settlement
 from modelport.billing.key_budget import KeyBudgetShort, KeyHold
 from modelport.billing.tables import ledger_entries
@@ -88,20 +91,10 @@ async def _entry(
 
 
 async def _move(conn: AsyncConnection, team_id: str, balance_delta: int, frozen_delta: int) -> BalanceAfter:
-    row = (
-        await conn.execute(
-            update(teams)
-            .where(teams.c.id == team_id)
-            .values(
-                balance_micros=teams.c.balance_micros + balance_delta,
-                frozen_micros=teams.c.frozen_micros + frozen_delta,
-            )
-            .returning(teams.c.balance_micros, teams.c.frozen_micros)
-        )
-    ).first()
-    if row is None:
+    after = await balances.move_in(conn, team_id, balance_delta, frozen_delta)
+    if after is None:
         raise NotFound(f"no team {team_id!r}")
-    return BalanceAfter(int(row[0]), int(row[1]))
+    return BalanceAfter(*after)
 
 
 async def topup(engine: AsyncEngine, team_id: str, micros: int, *, note: str | None = None) -> BalanceAfter:
@@ -116,14 +109,7 @@ async def topup_in(conn: AsyncConnection, team_id: str, micros: int, *, note: st
     if micros > MAX_TOPUP_USD * MICROS_PER_USD:
         raise InvalidParameters(f"a top-up is at most {MAX_TOPUP_USD} USD", param="amount_usd")
     # Conditional, so concurrent top-ups cannot together pass the bound either.
-    row = (
-        await conn.execute(
-            update(teams)
-            .where(teams.c.id == team_id, teams.c.balance_micros <= MAX_BALANCE_MICROS - micros)
-            .values(balance_micros=teams.c.balance_micros + micros)
-            .returning(teams.c.balance_micros, teams.c.frozen_micros)
-        )
-    ).first()
+    row = await balances.top_up_in(conn, team_id, micros)
     if row is None:
         await _move(conn, team_id, 0, 0)  # NotFound for a missing team
         raise InvalidParameters(
@@ -131,20 +117,8 @@ async def topup_in(conn: AsyncConnection, team_id: str, micros: int, *, note: st
             param="amount_usd",
         )
     await _entry(conn, team_id, "topup", micros, None, note)
-    await notify.after_topup(conn, team_id, int(row[0]), int(row[1]))  # arms the balance events again
-    return BalanceAfter(int(row[0]), int(row[1]))
-
-
-# A conditional freeze (available -> frozen only if the balance covers it), built once with bound parameters.
-_HOLD = (
-    update(teams)
-    .where(teams.c.id == bindparam("team_id"), teams.c.balance_micros >= bindparam("micros"))
-    .values(
-        balance_micros=teams.c.balance_micros - bindparam("micros"),
-        frozen_micros=teams.c.frozen_micros + bindparam("micros"),
-    )
-    .returning(teams.c.balance_micros, teams.c.frozen_micros)
-)
+    await notify.after_topup(conn, team_id, row[0], row[1])  # arms the balance events again
+    return BalanceAfter(*row)
 
 
 async def ledger_sum(engine: AsyncEngine, team_id: str) -> int:
@@ -192,13 +166,10 @@ async def reserve(
             )
         )
     async with engine.begin() as conn:
-        query = select(teams.c.balance_micros).where(teams.c.id == team_id)
-        if conn.dialect.name == "postgresql":
-            query = query.with_for_update()
-        balance = (await conn.execute(query)).scalar_one_or_none()
-        if balance is None or int(balance) < minimum_micros:
+        balance = await balances.balance_for_update(conn, team_id)
+        if balance is None or balance < minimum_micros:
             return None
-        amount = min(want_micros, max(minimum_micros, int(balance) // share_divisor))
+        amount = min(want_micros, max(minimum_micros, balance // share_divisor))
         if key is not None:
             held = await key_budget.hold_in(
                 conn, key, want_micros=amount, minimum_micros=minimum_micros, share_divisor=share_divisor
@@ -220,9 +191,6 @@ async def reserve(
     return amount
 
 
-_SQLITE_BALANCE = sqlite_direct.compiled_sql(select(teams.c.balance_micros).where(teams.c.id == bindparam("team_id")))
-
-
 def _reserve_sqlite(
     conn: sqlite3.Connection,
     team_id: str,
@@ -235,11 +203,11 @@ def _reserve_sqlite(
 ) -> int | None:
     """`reserve` without a key, in a plain SQLite connection's `BEGIN IMMEDIATE` transaction (the team's row
     is under the write lock from the start, as in the engine's)."""
-    row = conn.execute(_SQLITE_BALANCE, {"team_id": team_id}).fetchone()
-    if row is None or int(row[0]) < minimum_micros:
+    balance = balances.balance_sqlite(conn, team_id)
+    if balance is None or balance < minimum_micros:
         return None
-    amount = min(want_micros, max(minimum_micros, int(row[0]) // share_divisor))
-    conn.execute(settlement.SQLITE_MOVE, {"team_id": team_id, "balance_delta": -amount, "frozen_delta": amount})
+    amount = min(want_micros, max(minimum_micros, balance // share_divisor))
+    balances.move_sqlite(conn, team_id, -amount, amount)
     at = now_ms()
     entry = (team_id, "hold", -amount, ref, "credit reservation", at)
     conn.execute(settlement.SQLITE_ENTRY, dict(zip(settlement.ENTRY_COLUMNS, entry, strict=True)))
@@ -258,11 +226,11 @@ async def freeze_in(conn: AsyncConnection, team_id: str, micros: int, *, ref: st
     None (nothing written) if it does not. `kind` keeps these entries apart from the text gateway's holds."""
     if micros < 0:
         raise InvalidParameters("a freeze must not be negative")
-    row = (await conn.execute(_HOLD, {"team_id": team_id, "micros": micros})).first()
+    row = await balances.freeze_in(conn, team_id, micros)
     if row is None:
         return None
     await _entry(conn, team_id, kind, -micros, ref)
-    return BalanceAfter(int(row[0]), int(row[1]))
+    return BalanceAfter(*row)
 
 
 async def settle_in(

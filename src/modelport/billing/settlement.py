@@ -24,11 +24,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import delete, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from modelport.accounts.tables import teams
+from modelport.accounts import balances
 from modelport.billing import daily, key_budget, notify
 from modelport.billing.tables import credit_reservations, ledger_entries, settlement_keys
 from modelport.clock import now_ms
@@ -87,16 +87,6 @@ class SettlementWriter(BatchWriter[Settlement]):
             from_row=Settlement.from_row,
             **tuning,
         )
-
-
-MOVE = (
-    update(teams)
-    .where(teams.c.id == bindparam("team_id"))
-    .values(
-        balance_micros=teams.c.balance_micros + bindparam("balance_delta"),
-        frozen_micros=teams.c.frozen_micros + bindparam("frozen_delta"),
-    )
-)
 
 
 def _insert_keys(conn: AsyncConnection) -> Any:
@@ -215,7 +205,7 @@ def _day_entries(entries: list[dict[str, Any]]) -> list[tuple[str, str, int, int
 async def _apply(conn: AsyncConnection, batch: list[Settlement], at: int) -> None:
     moves = _move_params(batch)
     if moves:
-        await conn.execute(MOVE, moves)
+        await balances.move_many_in(conn, moves)
     entries = _entries(batch, at)
     # After the team rows: the lock order every writer keeps is team, then its key.
     await key_budget.settle_in(conn, _key_moves(batch))
@@ -245,7 +235,6 @@ ENTRY_COLUMNS = ["team_id", "kind", "amount_micros", "ref", "note", "created_at_
 _SQLITE_INSERT_KEY = sqlite_direct.compiled_sql(
     sqlite.insert(settlement_keys).on_conflict_do_nothing(index_elements=["key"]), ["key", "created_at_ms"]
 )
-SQLITE_MOVE = sqlite_direct.compiled_sql(MOVE)
 _SQLITE_KEY_SETTLE = sqlite_direct.compiled_sql(key_budget.SETTLE)
 SQLITE_ENTRY = sqlite_direct.compiled_sql(insert(ledger_entries), ENTRY_COLUMNS)
 _SQLITE_INSERT_KEYS = sqlite_direct.MultiRowInsert(_SQLITE_INSERT_KEY, ["key", "created_at_ms"])
@@ -271,7 +260,7 @@ def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) ->
         todo = _charge_only_if_gone(todo, refs - live)
     moves = _move_params(todo)
     if moves:
-        conn.executemany(SQLITE_MOVE, moves)
+        balances.move_many_sqlite(conn, moves)
     key_rows = key_budget.settle_params(_key_moves(todo))
     if key_rows:
         conn.executemany(_SQLITE_KEY_SETTLE, key_rows)

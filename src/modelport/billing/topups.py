@@ -5,14 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import audit
 from modelport.accounts.audit import Actor
 from modelport.accounts.models import Team
-from modelport.accounts.service import get_team
-from modelport.accounts.tables import teams
+from modelport.accounts.service import get_team, raise_tier_in
 from modelport.billing import ledger
 from modelport.errors import InvalidParameters
 from modelport.money import MAX_TOPUP_USD, MICROS_PER_USD, display_usd, usd_to_micros
@@ -72,10 +70,7 @@ async def topup_team(
         if tier_rank(tiers, target.name) > tier_rank(tiers, team.tier):
             # Only ever moves up; the WHERE keeps a concurrent larger top-up's tier.
             lower = [t.name for t in tiers[: tier_rank(tiers, target.name)]]
-            result = await conn.execute(
-                update(teams).where(teams.c.id == team.id, teams.c.tier.in_(lower)).values(tier=target.name)
-            )
-            changed = result.rowcount > 0
+            changed = await raise_tier_in(conn, team.id, target.name, lower=lower)
         await audit.record(
             conn,
             actor,

@@ -3,23 +3,23 @@
 Rows go in batches, oldest first, each batch one short transaction that also takes the rows out of the
 hourly counters `GET /v1/logs` reads its `total` from (`request_log_counts`), so the counts stay equal to
 the rows left. The daily rollups (`usage_daily`) keep the rows' usage: charts and totals do not change.
+This module chooses and paces the batches; the statements that change the log are `requestlog.prune`'s.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import func, or_, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts.tables import teams
 from modelport.media.files.storage import FileStore
-from modelport.requestlog.store import ALL_USERS, HOUR_MS
-from modelport.requestlog.tables import request_log_counts, request_logs
+from modelport.requestlog import prune
+from modelport.requestlog.tables import request_logs
 from modelport.retention.archive import ARCHIVE_COLUMNS, archive_key, utc_day, write_verified
 from modelport.retention.pacing import Pacing
 
@@ -105,38 +105,8 @@ async def _archive(store: FileStore, team_id: str, batch: Sequence[Any]) -> int:
 
 
 async def _delete(engine: AsyncEngine, batch: Sequence[Any]) -> int:
-    # The batch's time span too: on PostgreSQL's day partitions only the days it covers are searched.
-    c = request_logs.c
     async with engine.begin() as conn:
-        stmt = (
-            delete(request_logs)
-            .where(
-                c.id.in_([r.id for r in batch]),
-                c.created_at_ms >= batch[0].created_at_ms,
-                c.created_at_ms <= batch[-1].created_at_ms,
-            )
-            .returning(request_logs.c.team_id, request_logs.c.svc_user_id, request_logs.c.created_at_ms)
-        )
-        gone = (await conn.execute(stmt)).all()
-        await _uncount(conn, gone)
-    return len(gone)
-
-
-async def _uncount(conn: AsyncConnection, gone: Sequence[Any]) -> None:
-    """Take deleted rows out of the hourly counters (the inverse of `requestlog.store._bump_counts`)."""
-    counts: Counter[tuple[str, str, int]] = Counter()
-    for team_id, svc_user_id, created_at_ms in gone:
-        hour = created_at_ms // HOUR_MS
-        counts[(team_id, ALL_USERS, hour)] += 1
-        if svc_user_id:
-            counts[(team_id, svc_user_id, hour)] += 1
-    if not counts:
-        return
-    c = request_log_counts.c
-    key = and_(c.team_id == bindparam("t"), c.svc_user_id == bindparam("u"), c.hour == bindparam("h"))
-    params = [{"t": t, "u": u, "h": h, "d": n} for (t, u, h), n in sorted(counts.items())]
-    await conn.execute(update(request_log_counts).where(key).values(n=c.n - bindparam("d")), params)
-    await conn.execute(delete(request_log_counts).where(key, c.n <= 0), params)
+        return await prune.delete_batch_in(conn, batch)
 
 
 async def prune_payloads(engine: AsyncEngine, days: float, pacing: Pacing, now_ms: int) -> int:
@@ -176,17 +146,7 @@ async def _empty_payloads(engine: AsyncEngine, lo: int, hi: int, pacing: Pacing)
         async with engine.begin() as conn:
             batch = (await conn.execute(oldest)).all()
             if batch:
-                # The batch's ids and time span, not a subquery: the update then reads only the rows it
-                # changes, by key (a subquery made it scan every old day).
-                await conn.execute(
-                    update(request_logs)
-                    .where(
-                        c.id.in_([r.id for r in batch]),
-                        c.created_at_ms >= batch[0].created_at_ms,
-                        c.created_at_ms <= batch[-1].created_at_ms,
-                    )
-                    .values(input=None, result=None)
-                )
+                await prune.empty_payloads_in(conn, batch)
         total += len(batch)
         if batch:
             await pacing.pause_after(started)  # after a day's last batch too: the next day's follows

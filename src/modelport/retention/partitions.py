@@ -14,7 +14,8 @@ day covers. Each pruning run:
   again, the files' names depend only on their rows), removes the day's hours from `request_log_counts` (a
   day partition holds every row of those hours, so the counts `GET /v1/logs` reports stay equal to the rows
   left) and drops the table. The partial day at the window's edge, teams with shorter windows and the
-  default partition are left to the batched deletes (`logs.prune_logs`).
+  default partition are left to the batched deletes (`logs.prune_logs`). The drop's statements are
+  `requestlog.prune.drop_day_partition_in`'s.
 A lock that cannot be had within `LOCK_TIMEOUT` (a long read holds the parent) is tried again a few times,
 then the partition is left for the next run.
 """
@@ -35,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from modelport.accounts.tables import teams
 from modelport.media.files.storage import FileStore
+from modelport.requestlog import prune
 from modelport.requestlog.tables import request_logs
 from modelport.retention.archive import ARCHIVE_COLUMNS, archive_key, write_verified
 
@@ -211,15 +213,4 @@ async def _drop(engine: AsyncEngine, part: Partition, archived: int | None) -> i
     """Drop the partition with its hours' counts; None (nothing done) if it no longer holds `archived` rows."""
     async with engine.begin() as conn:
         await conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-        # The parent first, as writers take it: no new row can reach the partition from here on.
-        await conn.exec_driver_sql("LOCK TABLE ONLY request_logs IN ACCESS EXCLUSIVE MODE")
-        rows = int(await conn.scalar(text(f"SELECT count(*) FROM {part.name}")) or 0)
-        if archived is not None and rows != archived:
-            await conn.rollback()
-            return None
-        await conn.execute(
-            text("DELETE FROM request_log_counts WHERE hour >= :lo AND hour < :hi"),
-            {"lo": part.lo_ms // HOUR_MS, "hi": part.hi_ms // HOUR_MS},
-        )
-        await conn.exec_driver_sql(f"DROP TABLE {part.name}")
-    return rows
+        return await prune.drop_day_partition_in(conn, part.name, part.lo_ms, part.hi_ms, archived)

@@ -1,11 +1,13 @@
 """Each table belongs to one feature, which declares it in its `tables.py` and writes it (issue 36).
 
 Beside the import-linter contracts, as the protocol boundary test is for wire words: `OWNERS` says, for
-every table, the package that owns it and, with a reason each, the other packages that may write it or
-read it directly. A scan of the source (`insert`/`update`/`delete` calls on a table, the SQL text
-`INSERT INTO`/`UPDATE`/`DELETE FROM` a table, and every import from a `tables` module) fails on a write or
-an import the map does not allow. Another feature's rows are otherwise read and written through the
-owner's functions (`webhooks.outbox.enqueue`, `billing.ledger.freeze_in`, ...).
+every table, the package that owns it and, with a reason each, the other packages that may write it (none
+today: `billing` moves balances through `accounts.balances`, the retention pruner takes log rows out through
+`requestlog.prune`) or read it directly. A scan of the source (`insert`/`update`/`delete` calls on a table,
+the SQL text `INSERT INTO`/`UPDATE`/`DELETE FROM` a table, and every import from a `tables` module) fails
+on a write or an import the map does not allow. Another feature's rows are otherwise read and written
+through the owner's functions (`webhooks.outbox.enqueue`, `billing.ledger.freeze_in`,
+`accounts.balances.move_in`, ...).
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ from modelport.storage.schema import TABLE_MODULES, all_tables
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "modelport"
 
-# Why a package outside the owner may touch a table.
-PRUNES = "the retention pruner deletes rows past their window (one pruner at a time, archive before delete)"
-BALANCE = "a team's balance and frozen amount move in the transaction of their ledger entry (billing/ledger.py)"
+# Why a package outside the owner may read a table.
 OPERATOR_CONSOLE = "the operator console lists every team's rows (read only)"
 
 
@@ -36,8 +36,8 @@ OWNERS: dict[str, Owner] = {
     # accounts
     "teams": Owner(
         "accounts",
-        writers={"billing": BALANCE},
         readers={
+            "billing.notify": "a settlement reads the balances with the thresholds, in one query of its transaction",
             "media.tasks": "the row lock that orders a team's task creations (the unfinished-task limit)",
             "media.assets": "whether the team has the asset service, read in the registration's transaction",
             "retention": "each team's own request-log window (`log_days`, `log_retention`)",
@@ -71,10 +71,12 @@ OWNERS: dict[str, Owner] = {
     # requestlog
     "request_logs": Owner(
         "requestlog",
-        writers={"retention": PRUNES + "; it also empties old payloads"},
-        readers={"console.operator": OPERATOR_CONSOLE},
+        readers={
+            "retention": "the pruner picks its batches and archives their rows (it deletes them with requestlog.prune)",
+            "console.operator": OPERATOR_CONSOLE,
+        },
     ),
-    "request_log_counts": Owner("requestlog", writers={"retention": PRUNES + "; it lowers the counts it prunes"}),
+    "request_log_counts": Owner("requestlog"),
     "usage_daily": Owner("requestlog"),
     # media
     "media_files": Owner("media.files"),
