@@ -33,6 +33,7 @@ from modelport.gateway.metering import Metering
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import StreamRelay, fast_body, translated_body
+from modelport.gateway.stored_responses import RESPONSES_CODEC, StoredResponses
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
 from modelport.money import micros_to_usd
 from modelport.protocols import CODECS
@@ -79,8 +80,16 @@ async def read_json_body_raw(request: Request) -> tuple[dict[str, Any], bytes]:
 
 
 class TextGateway:
-    def __init__(self, catalog: CatalogStore, caller: UpstreamCaller, metering: Metering, own_media: OwnMedia) -> None:
+    def __init__(
+        self,
+        catalog: CatalogStore,
+        caller: UpstreamCaller,
+        metering: Metering,
+        own_media: OwnMedia,
+        responses: StoredResponses | None = None,
+    ) -> None:
         self.catalog = catalog
+        self.responses = responses
         self.own_media = own_media
         self.caller = caller
         self.metering = metering
@@ -110,8 +119,13 @@ class TextGateway:
         body: dict[str, Any] | None = None
         try:
             body, raw = await read_json_body_raw(request)
+            keep = None
+            if codec is RESPONSES_CODEC and self.responses is not None:
+                # `previous_response_id` resolved (its items before the input), `store` read.
+                body, raw, keep = await self.responses.prepare(auth.team_id, body, raw)
             ctx = await self._context(request, codec, auth, body, started_ms)
             ctx.raw_body = raw
+            ctx.keep = keep
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
             self.metering.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))
@@ -174,7 +188,8 @@ class TextGateway:
         if payload is None:
             self.live_streams.add(call.reply)
             relay = StreamRelay(ctx, call, timings, response_id)
-            answer = StreamAnswer(relay, headers=ctx.extra_response_headers)
+            chunks = relay if ctx.keep is None or self.responses is None else self.responses.keeping(relay, ctx.keep)
+            answer = StreamAnswer(chunks, headers=ctx.extra_response_headers)
             # Settled once the stream's end is sent (`answer.run_after`), from what the relay learned.
             answer.after = partial(self._stream_ended, ctx, timings, call, relay)
             return answer
@@ -186,6 +201,8 @@ class TextGateway:
             refused = _answered_with(exc, ctx.extra_response_headers)
             self._end(ctx, timings, call, _outcome(timings, call, RequestStatus.ERROR, exc.text_message, exc.status))()
             raise refused from exc
+        if ctx.keep is not None and self.responses is not None and not relayed.error:
+            await self.responses.keep_body(ctx.keep, content)  # before it is sent: the next turn finds it
         # Priced now (the answer carries its cost), settled and logged once the answer is sent.
         settle = self._end(ctx, timings, call, _outcome(timings, call, *_ending(relayed), relayed=relayed))
         body_answer = BodyAnswer(content, headers=ctx.extra_response_headers)
