@@ -125,7 +125,12 @@ class TextGateway:
                 body, raw, keep = await self.responses.prepare(auth.team_id, body, raw)
             ctx = await self._context(request, codec, auth, body, started_ms)
             ctx.raw_body = raw
-            ctx.keep = keep
+            if keep is not None:
+                ctx.keep = keep
+                # Echoed in the response the gateway makes (`store`, `previous_response_id`), never sent on.
+                ctx.canonical.extras["_stored"] = True
+                if keep.previous_id is not None:
+                    ctx.canonical.extras["_previous_response_id"] = keep.previous_id
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
             self.metering.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))

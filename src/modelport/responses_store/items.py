@@ -49,10 +49,20 @@ def with_ids(response_id: str, items: Sequence[Any]) -> list[Any]:
     for i, item in enumerate(items):
         if isinstance(item, dict):
             item = item if isinstance(item.get("id"), str) else {"id": f"msg_{tail}_{i}", **item}
-            if "type" not in item:
-                item = {**item, "type": "message"}
+            if item.get("type", "message") == "message":
+                item = _listed_message(item)
         listed.append(item)
     return listed
+
+
+def _listed_message(item: dict[str, Any]) -> dict[str, Any]:
+    """A message as the protocol lists it: typed, with a status, its text content as one part."""
+    item = {**item, "type": "message"}
+    item.setdefault("status", "completed")
+    if isinstance(item.get("content"), str):
+        kind = "output_text" if item.get("role") == "assistant" else "input_text"
+        item["content"] = [{"type": kind, "text": item["content"]}]
+    return item
 
 
 def page(items: Sequence[Any], *, limit: int, after: str | None, order: str) -> dict[str, Any]:

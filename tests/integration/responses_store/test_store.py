@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from modelport.clock import now_ms as wall_ms
 from modelport.responses_store.store import ExpiredResponses, ResponseStore
+from modelport.retention.pruner import build_pruner
+from modelport.settings import RetentionSettings
 from tests.support.databases import BACKENDS, migrated_engine
 
 
@@ -55,3 +58,16 @@ async def test_store_chain_delete_expire_and_prune(backend: str, tmp_path: Path)
         assert await store.get("team_a", "resp_3") is None
         assert await ExpiredResponses().prune(engine, now[0]) == {"stored_responses": 1}
         assert await ExpiredResponses().prune(engine, now[0]) == {"stored_responses": 0}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_the_retention_pruner_removes_expired_responses(backend: str, tmp_path: Path) -> None:
+    async with migrated_engine(backend, tmp_path) as engine:
+        past = ResponseStore(engine, lifetime_ms=1_000, clock=lambda: wall_ms() - 60_000)
+        await past.save("team_a", "resp_old", None, [], _response("resp_old", "old"))
+        live = ResponseStore(engine, lifetime_ms=60_000)
+        await live.save("team_a", "resp_new", None, [], _response("resp_new", "new"))
+        pruner = build_pruner(engine, RetentionSettings(), lock_file=tmp_path / "retention.lock", archive_store=None)
+        report = await pruner.run_once()
+        assert report is not None and report.removed["stored_responses"] == 1
+        assert await live.get("team_a", "resp_new") is not None

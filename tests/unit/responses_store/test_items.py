@@ -39,8 +39,12 @@ def test_a_chain_sends_each_turns_input_then_output_oldest_first() -> None:
 def test_listed_items_get_stable_ids_and_keep_their_own() -> None:
     listed = with_ids("resp_abc", [_user("a"), _answer("b", "msg_own"), {"role": "user", "content": "c"}])
     assert [item["id"] for item in listed] == ["msg_abc_0", "msg_own", "msg_abc_2"]
-    assert listed[2]["type"] == "message"
-    assert with_ids("resp_abc", [_user("a")]) == [{"id": "msg_abc_0", **_user("a")}]
+    # A message is listed typed, with a status, its string content as one part.
+    assert listed[2] == {**_user("c"), "id": "msg_abc_2", "status": "completed"}
+    assert listed[1] == _answer("b", "msg_own")
+    assert with_ids("resp_abc", [_user("a")]) == [{"id": "msg_abc_0", **_user("a"), "status": "completed"}]
+    call = {"type": "function_call_output", "call_id": "c1", "output": "1"}
+    assert with_ids("resp_abc", [call]) == [{"id": "msg_abc_0", **call}]
 
 
 def _five() -> list[Any]:
