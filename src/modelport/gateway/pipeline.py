@@ -24,7 +24,7 @@ from modelport.clock import now_ms
 from modelport.core.codec import ProtocolCodec
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, ServiceError
-from modelport.gateway.answer import BodyAnswer, StreamAnswer
+from modelport.gateway.answer import BodyAnswer, Chunks, StreamAnswer
 from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import CLIENT_GONE, Admission, Outcome, Refusal, Relayed, RequestContext, Timings
 from modelport.gateway.headers import SVC_HEADERS, pick_headers, session_id, svc_user_id
@@ -33,7 +33,7 @@ from modelport.gateway.metering import Metering
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import StreamRelay, fast_body, translated_body
-from modelport.gateway.stored_responses import RESPONSES_CODEC, StoredResponses
+from modelport.gateway.stored_responses import StoredResponses
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
 from modelport.money import micros_to_usd
 from modelport.protocols import CODECS
@@ -120,9 +120,9 @@ class TextGateway:
         try:
             body, raw = await read_json_body_raw(request)
             keep = None
-            if codec is RESPONSES_CODEC and self.responses is not None:
-                # `previous_response_id` resolved (its items before the input), `store` read.
-                body, raw, keep = await self.responses.prepare(auth.team_id, body, raw)
+            if codec.server_state is not None and self.responses is not None:
+                # Responses: `previous_response_id` resolved (its items before the input), `store` read.
+                body, raw, keep = await self.responses.prepare(codec.server_state, auth.team_id, body, raw)
             ctx = await self._context(request, codec, auth, body, started_ms)
             ctx.raw_body = raw
             if keep is not None:
@@ -193,7 +193,10 @@ class TextGateway:
         if payload is None:
             self.live_streams.add(call.reply)
             relay = StreamRelay(ctx, call, timings, response_id)
-            chunks = relay if ctx.keep is None or self.responses is None else self.responses.keeping(relay, ctx.keep)
+            state = ctx.codec.server_state
+            chunks: Chunks = relay
+            if ctx.keep is not None and self.responses is not None and state is not None:
+                chunks = self.responses.keeping(state, relay, ctx.keep)  # kept before its final event is sent
             answer = StreamAnswer(chunks, headers=ctx.extra_response_headers)
             # Settled once the stream's end is sent (`answer.run_after`), from what the relay learned.
             answer.after = partial(self._stream_ended, ctx, timings, call, relay)
@@ -206,8 +209,9 @@ class TextGateway:
             refused = _answered_with(exc, ctx.extra_response_headers)
             self._end(ctx, timings, call, _outcome(timings, call, RequestStatus.ERROR, exc.text_message, exc.status))()
             raise refused from exc
-        if ctx.keep is not None and self.responses is not None and not relayed.error:
-            await self.responses.keep_body(ctx.keep, content)  # before it is sent: the next turn finds it
+        state = ctx.codec.server_state
+        if ctx.keep is not None and self.responses is not None and state is not None:
+            await self.responses.keep_body(state, ctx.keep, content)  # before it is sent: the next turn finds it
         # Priced now (the answer carries its cost), settled and logged once the answer is sent.
         settle = self._end(ctx, timings, call, _outcome(timings, call, *_ending(relayed), relayed=relayed))
         body_answer = BodyAnswer(content, headers=ctx.extra_response_headers)
