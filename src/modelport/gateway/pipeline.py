@@ -38,6 +38,7 @@ from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
 from modelport.money import micros_to_usd
 from modelport.protocols import CODECS
 from modelport.requestlog.record import RequestStatus
+from modelport.responses_store.plan import ToKeep
 from modelport.services import ServiceKey
 from modelport.tracing import TRACEPARENT, TRACESTATE
 from modelport.web.body import read_body
@@ -193,10 +194,7 @@ class TextGateway:
         if payload is None:
             self.live_streams.add(call.reply)
             relay = StreamRelay(ctx, call, timings, response_id)
-            state = ctx.codec.server_state
-            chunks: Chunks = relay
-            if ctx.keep is not None and self.responses is not None and state is not None:
-                chunks = self.responses.keeping(state, relay, ctx.keep)  # kept before its final event is sent
+            chunks: Chunks = relay if ctx.keep is None else self._keeping(ctx, ctx.keep, relay)
             answer = StreamAnswer(chunks, headers=ctx.extra_response_headers)
             # Settled once the stream's end is sent (`answer.run_after`), from what the relay learned.
             answer.after = partial(self._stream_ended, ctx, timings, call, relay)
@@ -209,14 +207,26 @@ class TextGateway:
             refused = _answered_with(exc, ctx.extra_response_headers)
             self._end(ctx, timings, call, _outcome(timings, call, RequestStatus.ERROR, exc.text_message, exc.status))()
             raise refused from exc
-        state = ctx.codec.server_state
-        if ctx.keep is not None and self.responses is not None and state is not None:
-            await self.responses.keep_body(state, ctx.keep, content)  # before it is sent: the next turn finds it
+        if ctx.keep is not None:
+            await self._keep_body(ctx, ctx.keep, content)
         # Priced now (the answer carries its cost), settled and logged once the answer is sent.
         settle = self._end(ctx, timings, call, _outcome(timings, call, *_ending(relayed), relayed=relayed))
         body_answer = BodyAnswer(content, headers=ctx.extra_response_headers)
         body_answer.after = settle
         return body_answer
+
+    def _keeping(self, ctx: RequestContext, keep: ToKeep, relay: StreamRelay) -> Chunks:
+        """A stream to keep (Responses, `store`): its final response kept before its final event is sent."""
+        state = ctx.codec.server_state
+        if self.responses is None or state is None:
+            return relay
+        return self.responses.keeping(state, relay, keep)
+
+    async def _keep_body(self, ctx: RequestContext, keep: ToKeep, content: bytes) -> None:
+        """A whole answer to keep, kept before it is sent: the client's next turn finds it."""
+        state = ctx.codec.server_state
+        if self.responses is not None and state is not None:
+            await self.responses.keep_body(state, keep, content)
 
     def _stream_ended(self, ctx: RequestContext, timings: Timings, call: OpenCall, relay: StreamRelay) -> None:
         """The end of a streamed request, once its relay has ended: its settlement and log row, at once."""
