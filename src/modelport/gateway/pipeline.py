@@ -207,10 +207,14 @@ class TextGateway:
             refused = _answered_with(exc, ctx.extra_response_headers)
             self._end(ctx, timings, call, _outcome(timings, call, RequestStatus.ERROR, exc.text_message, exc.status))()
             raise refused from exc
-        if ctx.keep is not None:
-            await self._keep_body(ctx, ctx.keep, content)
         # Priced now (the answer carries its cost), settled and logged once the answer is sent.
         settle = self._end(ctx, timings, call, _outcome(timings, call, *_ending(relayed), relayed=relayed))
+        if ctx.keep is not None:
+            try:
+                await self._keep_body(ctx, ctx.keep, content)
+            except BaseException:  # cancelled while keeping it: the answer was made, so it is settled
+                settle()
+                raise
         body_answer = BodyAnswer(content, headers=ctx.extra_response_headers)
         body_answer.after = settle
         return body_answer
