@@ -183,3 +183,34 @@ def test_a_stored_response_expires(short_lived: Gateway, tmp_path: Path) -> None
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(rid)
     _refused_chain(short_lived, client, rid)
+
+
+@pytest.mark.parametrize("model", ["fake/chat", "fake/claude"])
+def test_a_tool_call_turn_continues_by_previous_response_id(gw: Gateway, model: str) -> None:
+    """The agent loop: the model calls a tool; the next request sends only the tool's output."""
+    client = gw.openai
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    gw.upstream.push(Reply.tool_call("get_weather", {"city": "Oslo"}, call_id="call_oslo"))
+    first = client.responses.create(model=model, input="Weather in Oslo?", tools=[tool])  # type: ignore[list-item]
+    calls = [item for item in first.output if item.type == "function_call"]
+    assert len(calls) == 1
+    gw.upstream.push(Reply.text("It is sunny in Oslo."))
+    output = {"type": "function_call_output", "call_id": calls[0].call_id, "output": "sunny, 21 C"}
+    second = client.responses.create(
+        model=model,
+        input=[output],  # type: ignore[list-item]
+        tools=[tool],  # type: ignore[list-item]
+        previous_response_id=first.id,
+    )
+    assert second.output_text == "It is sunny in Oslo."
+    sent = gw.upstream.last_request
+    assert sent is not None
+    _in_order(json.dumps(sent.json), "Weather in Oslo?", "get_weather", "sunny, 21 C")
+    messages = sent.json["messages"]
+    if model == "fake/chat":
+        assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+        assert messages[1]["tool_calls"][0]["id"] == messages[2]["tool_call_id"]
+    else:
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        assert messages[1]["content"][-1]["type"] == "tool_use"
+        assert messages[2]["content"][0]["type"] == "tool_result"
