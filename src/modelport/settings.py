@@ -302,6 +302,21 @@ class RetentionSettings(BaseModel):
     busy_share: float = Field(default=0.25, gt=0, le=1)
 
 
+class ResponsesSettings(BaseModel):
+    """Stored Responses (`settings.responses`, env prefix `MODELPORT_RESPONSES__`): a `POST /v1/responses`
+    with `store` true keeps its response and input items this long, for `previous_response_id`, retrieval
+    and deletion; the retention pruner removes them after."""
+
+    store_days: float = Field(default=30.0, gt=0)
+    # Overrides `store_days` when set (tests use a few seconds).
+    store_seconds: float | None = Field(default=None, gt=0)
+
+    @property
+    def lifetime_ms(self) -> int:
+        seconds = self.store_seconds if self.store_seconds is not None else self.store_days * 86_400
+        return int(seconds * 1000)
+
+
 class AlertsSettings(BaseModel):
     """Operator alerts (`settings.alerts`, env prefix `MODELPORT_ALERTS__`): what the periodic check looks
     at and when it speaks. Sent only when `MODELPORT_OPERATOR_WEBHOOK_URL` is set (docs/alerts/README.md)."""
@@ -445,6 +460,7 @@ class Settings(BaseSettings):
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    responses: ResponsesSettings = Field(default_factory=ResponsesSettings)
     # How long the text gateway keeps a deployment out of rotation after repeated failures (a process's own
     # view; an upstream 429's Retry-After wins when given).
     upstream_cooldown_seconds: float = Field(default=30.0, gt=0, le=600)

@@ -21,6 +21,7 @@ from modelport.gateway.metering import METERING, Metering
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.pipeline import TEXT_GATEWAY, TextGateway
 from modelport.gateway.routing import DeploymentRouter
+from modelport.gateway.stored_responses import STORED_RESPONSES, StoredResponses
 from modelport.gateway.upstream_call import UpstreamCaller
 from modelport.media.assets.http_library import HttpLibrary
 from modelport.media.assets.library import ASSET_LIBRARY, AssetLibrary, EmbeddedLibrary
@@ -46,6 +47,7 @@ from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
 from modelport.net import SafeFetcher
 from modelport.queue import build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
+from modelport.responses_store.store import ResponseStore
 from modelport.retention.pruner import PRUNER, build_pruner
 from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
@@ -174,7 +176,8 @@ def build_services(
     )
     services.add(DEPLOYMENT_HEALTH, router)  # the operator console reads this process's cooldowns
     caller = UpstreamCaller(pool, router)
-    services.add(TEXT_GATEWAY, TextGateway(services.catalog, caller, metering, OwnMedia(files, public_url)))
+    responses = services.add(STORED_RESPONSES, StoredResponses(ResponseStore(db, settings.responses.lifetime_ms)))
+    services.add(TEXT_GATEWAY, TextGateway(services.catalog, caller, metering, OwnMedia(files, public_url), responses))
     services.add(READINESS, ReadinessChecker(services))
     return services
 

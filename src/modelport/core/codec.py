@@ -189,6 +189,33 @@ def _never(data: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerState:
+    """How a protocol whose clients keep conversation state at the server (Responses: `store`,
+    `previous_response_id`) names it; the gateway keeps the state (`gateway/stored_responses.py`)."""
+
+    #: The request's reference to an earlier response (None: none; a bad value is InvalidParameters).
+    previous_id: Callable[[dict[str, Any]], str | None]
+    #: The request asks for its answer to be kept.
+    keeps: Callable[[dict[str, Any]], bool]
+    #: The request's own input, as items.
+    input_items: Callable[[dict[str, Any]], list[Any]]
+    #: The request with `earlier` items before its own input and no reference left to an earlier response.
+    chain: Callable[[dict[str, Any], list[Any]], dict[str, Any]]
+    #: The output items of a kept response object.
+    output_items: Callable[[dict[str, Any]], list[Any]]
+    #: The response object a stream event carries when it is the stream's final one (else None).
+    final_response: Callable[[str | None, str], dict[str, Any] | None]
+    #: The error for a reference to a response the team does not have.
+    unknown_previous: Callable[[str], Exception]
+    #: The id of a response object (None: it has none).
+    response_id: Callable[[dict[str, Any]], str | None]
+    #: A page of a kept request's input items: (response id, items, limit, after, order) -> the list body.
+    items_page: Callable[[str, list[Any], int, str | None, str], dict[str, Any]]
+    #: The answer to a deletion of a kept response.
+    deleted: Callable[[str], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class ProtocolCodec:
     name: ProtocolName
     route: ClientRoute
@@ -240,3 +267,5 @@ class ProtocolCodec:
     #: the gateway answers every protocol's fields at once.
     model_fields: Callable[[ListedModel], dict[str, Any]] = _no_fields
     model_list_fields: Callable[[list[dict[str, Any]]], dict[str, Any]] = _no_fields
+    #: Conversation state kept at the server for this protocol's clients (None: the protocol has none).
+    server_state: ServerState | None = None

@@ -17,6 +17,7 @@ from modelport.core.usage import Usage
 from modelport.errors import ServiceError
 from modelport.ratelimit import Lease
 from modelport.requestlog.record import RequestStatus
+from modelport.responses_store.plan import ToKeep
 
 CLIENT_GONE = "client disconnected"
 
@@ -71,6 +72,8 @@ class RequestContext:
     extra_response_headers: dict[str, str] = field(default_factory=dict)
     # Tracing (None when off): the request span's context.
     trace: Any = None
+    # A Responses request with `store` true: what to keep of its answer (gateway/stored_responses.py).
+    keep: ToKeep | None = None
 
 
 @dataclass(slots=True)

@@ -24,7 +24,7 @@ from modelport.clock import now_ms
 from modelport.core.codec import ProtocolCodec
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, ServiceError
-from modelport.gateway.answer import BodyAnswer, StreamAnswer
+from modelport.gateway.answer import BodyAnswer, Chunks, StreamAnswer
 from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import CLIENT_GONE, Admission, Outcome, Refusal, Relayed, RequestContext, Timings
 from modelport.gateway.headers import SVC_HEADERS, pick_headers, session_id, svc_user_id
@@ -33,10 +33,12 @@ from modelport.gateway.metering import Metering
 from modelport.gateway.models_route import team_may_use
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.relay import StreamRelay, fast_body, translated_body
+from modelport.gateway.stored_responses import StoredResponses
 from modelport.gateway.upstream_call import OpenCall, UpstreamCaller
 from modelport.money import micros_to_usd
 from modelport.protocols import CODECS
 from modelport.requestlog.record import RequestStatus
+from modelport.responses_store.plan import ToKeep
 from modelport.services import ServiceKey
 from modelport.tracing import TRACEPARENT, TRACESTATE
 from modelport.web.body import read_body
@@ -79,8 +81,16 @@ async def read_json_body_raw(request: Request) -> tuple[dict[str, Any], bytes]:
 
 
 class TextGateway:
-    def __init__(self, catalog: CatalogStore, caller: UpstreamCaller, metering: Metering, own_media: OwnMedia) -> None:
+    def __init__(
+        self,
+        catalog: CatalogStore,
+        caller: UpstreamCaller,
+        metering: Metering,
+        own_media: OwnMedia,
+        responses: StoredResponses | None = None,
+    ) -> None:
         self.catalog = catalog
+        self.responses = responses
         self.own_media = own_media
         self.caller = caller
         self.metering = metering
@@ -110,8 +120,18 @@ class TextGateway:
         body: dict[str, Any] | None = None
         try:
             body, raw = await read_json_body_raw(request)
+            keep = None
+            if codec.server_state is not None and self.responses is not None:
+                # Responses: `previous_response_id` resolved (its items before the input), `store` read.
+                body, raw, keep = await self.responses.prepare(codec.server_state, auth.team_id, body, raw)
             ctx = await self._context(request, codec, auth, body, started_ms)
             ctx.raw_body = raw
+            if keep is not None:
+                ctx.keep = keep
+                # Echoed in the response the gateway makes (`store`, `previous_response_id`), never sent on.
+                ctx.canonical.extras["_stored"] = True
+                if keep.previous_id is not None:
+                    ctx.canonical.extras["_previous_response_id"] = keep.previous_id
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
             self.metering.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))
@@ -174,7 +194,8 @@ class TextGateway:
         if payload is None:
             self.live_streams.add(call.reply)
             relay = StreamRelay(ctx, call, timings, response_id)
-            answer = StreamAnswer(relay, headers=ctx.extra_response_headers)
+            chunks: Chunks = relay if ctx.keep is None else self._keeping(ctx, ctx.keep, relay)
+            answer = StreamAnswer(chunks, headers=ctx.extra_response_headers)
             # Settled once the stream's end is sent (`answer.run_after`), from what the relay learned.
             answer.after = partial(self._stream_ended, ctx, timings, call, relay)
             return answer
@@ -188,9 +209,28 @@ class TextGateway:
             raise refused from exc
         # Priced now (the answer carries its cost), settled and logged once the answer is sent.
         settle = self._end(ctx, timings, call, _outcome(timings, call, *_ending(relayed), relayed=relayed))
+        if ctx.keep is not None:
+            try:
+                await self._keep_body(ctx, ctx.keep, content)
+            except BaseException:  # cancelled while keeping it: the answer was made, so it is settled
+                settle()
+                raise
         body_answer = BodyAnswer(content, headers=ctx.extra_response_headers)
         body_answer.after = settle
         return body_answer
+
+    def _keeping(self, ctx: RequestContext, keep: ToKeep, relay: StreamRelay) -> Chunks:
+        """A stream to keep (Responses, `store`): its final response kept before its final event is sent."""
+        state = ctx.codec.server_state
+        if self.responses is None or state is None:
+            return relay
+        return self.responses.keeping(state, relay, keep)
+
+    async def _keep_body(self, ctx: RequestContext, keep: ToKeep, content: bytes) -> None:
+        """A whole answer to keep, kept before it is sent: the client's next turn finds it."""
+        state = ctx.codec.server_state
+        if self.responses is not None and state is not None:
+            await self.responses.keep_body(state, keep, content)
 
     def _stream_ended(self, ctx: RequestContext, timings: Timings, call: OpenCall, relay: StreamRelay) -> None:
         """The end of a streamed request, once its relay has ended: its settlement and log row, at once."""

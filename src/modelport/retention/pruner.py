@@ -29,6 +29,7 @@ from modelport import metrics
 from modelport.clock import now_ms as wall_ms
 from modelport.media.files.storage import FileStore
 from modelport.progress import NO_PROGRESS, Progress
+from modelport.responses_store.store import ExpiredResponses
 from modelport.retention import partitions, stats
 from modelport.retention.audit import AuditEvents
 from modelport.retention.deliveries import EventDeliveries
@@ -240,6 +241,7 @@ def build_pruner(
     pruner = Pruner(engine, settings, lock_file=lock_file, archive_store=archive_store)
     pruner.register(AuditEvents(settings.audit_days))
     pruner.register(EventDeliveries(settings.tasks_days, Pacing.of(settings)))
+    pruner.register(ExpiredResponses())
     return pruner
 
 

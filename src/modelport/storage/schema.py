@@ -39,6 +39,7 @@ TABLE_MODULES = (
     "modelport.webhooks.tables",
     "modelport.retention.tables",
     "modelport.alerts.tables",
+    "modelport.responses_store.tables",
 )
 
 

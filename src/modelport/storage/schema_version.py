@@ -16,8 +16,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 # The head of storage/migrations/versions, and every revision of its history.
-HEAD_REVISION = "0023"
-KNOWN_REVISIONS = frozenset(f"{n:04d}" for n in range(1, 24))
+HEAD_REVISION = "0024"
+KNOWN_REVISIONS = frozenset(f"{n:04d}" for n in range(1, 25))
 
 SchemaState = Literal["current", "behind", "ahead"]
 

@@ -91,6 +91,8 @@ OWNERS: dict[str, Owner] = {
     # retention, alerts
     "retention_stats": Owner("retention"),
     "operator_alert_state": Owner("alerts"),
+    # stored Responses
+    "stored_responses": Owner("responses_store"),
 }
 
 _VERBS = {"insert", "update", "delete"}

@@ -16,7 +16,7 @@ from modelport.core.codec import ClientRoute, ProtocolCodec, UpstreamKindSpec
 from modelport.core.messages import CanonicalRequest
 from modelport.core.response import CanonicalResponse
 from modelport.protocols.openai_common import model_fields, model_list_fields, openai_error_body
-from modelport.protocols.openai_responses import openapi, request_decode, request_encode, response, usage
+from modelport.protocols.openai_responses import openapi, request_decode, request_encode, response, stored, usage
 from modelport.protocols.openai_responses.stream_decode import ResponsesStreamDecoder
 from modelport.protocols.openai_responses.stream_encode import ResponsesStreamEncoder
 from modelport.protocols.wire_errors import error_event_message, upstream_fault
@@ -105,4 +105,5 @@ CODEC = ProtocolCodec(
     response_schema=openapi.RESPONSE,
     model_fields=model_fields,
     model_list_fields=model_list_fields,
+    server_state=stored.SERVER_STATE,
 )

@@ -2,7 +2,9 @@
 
 The real API repeats the effective request settings in every Response (and in the ``response`` of the
 stream's lifecycle events). When the gateway passes the client's `CanonicalRequest` they are echoed from
-it; otherwise the API's defaults are shown. ``store`` is false: this gateway keeps no responses.
+it; otherwise the API's defaults are shown. ``store`` is false unless the gateway keeps the response (it
+sets ``_stored`` on the request, and ``_previous_response_id`` when the request continued a stored one:
+docs/api/stored-responses.md).
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ def echo_fields(req: CanonicalRequest | None) -> dict[str, Any]:
         own = [p.text for p in req.system if p.extras.get("_instructions")]
         out["instructions"] = "\n\n".join(own) if own else ("" if req.extras.get("_instructions_empty") else None)
         out.update({k: req.extras[k] for k in _ECHOED_EXTRAS if req.extras.get(k) is not None})
+        if req.extras.get("_stored"):
+            out["store"] = True
+        if req.extras.get("_previous_response_id") is not None:
+            out["previous_response_id"] = req.extras["_previous_response_id"]
     else:
         out["instructions"] = req.system_text or None
     out["max_output_tokens"] = req.max_output_tokens

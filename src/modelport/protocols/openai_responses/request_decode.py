@@ -4,9 +4,9 @@ Every rejection is an `InvalidParameters` whose `param` names the bad field (``i
 Fields without a canonical slot stay in `extras` under their wire names (``store``, ``include``,
 ``service_tier``, ``prompt_cache_key``, ...), so a Responses upstream gets them back.
 
-``previous_response_id`` is kept in `extras` too. Only a Responses upstream reached through the
-same-protocol fast path (or `encode_request` of this codec) can honour it: the conversation it points to
-lives at that upstream, and the gateway stores no responses, so any other upstream sees only `input`.
+``previous_response_id`` never reaches this decoder from the gateway: it resolves a stored response's
+items into `input` first (`gateway/stored_responses.py`), so every upstream kind gets the earlier turns. A
+body decoded elsewhere keeps the field in `extras`.
 """
 
 from __future__ import annotations
