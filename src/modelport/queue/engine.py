@@ -46,7 +46,7 @@ class TaskQueue:
         self._consumer_conn: asyncpg.Connection | None = None
 
     @property
-    def backend(self) -> str:
+    def kind(self) -> str:  # for the log: which queue this is (glossary: "backend" is the public settings' word)
         return "pgqueuer-in-memory" if self.in_memory else "pgqueuer-postgresql"
 
     async def _queries(self) -> RepositoryPort:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,6 +22,7 @@ from modelport.accounts.permissions import Permission
 from modelport.billing.key_budget import key_spend_view
 from modelport.errors import InvalidParameters, NotFound
 from modelport.operator.verbs import Operator
+from modelport.team_admin.body import json_body
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, media_auth_with
 from modelport.web.envelope import ok
@@ -110,7 +110,7 @@ async def list_keys(
     "", summary="Create a key of the team (admin keys only; the secret is shown once)", openapi_extra=_FIELDS_BODY
 )
 async def create_key(request: Request, auth: AuthContext = Depends(admin_key)) -> Response:
-    fields = _fields(await _json(request))
+    fields = _fields(await json_body(request))
     check_grant(auth, check_key_fields(fields), None)
     created = await _operator(request, auth).create_key(auth.team_id, fields=fields)
     return ok({"key": created.key, **(await _view(request, created.record))})
@@ -124,7 +124,7 @@ async def show_key(request: Request, key_id: str, auth: AuthContext = Depends(ad
 @router.patch("/{key_id}", summary="Change a key's name, limits or role (admin keys only)", openapi_extra=_FIELDS_BODY)
 async def update_key(request: Request, key_id: str, auth: AuthContext = Depends(admin_key)) -> Response:
     record = await _team_key(request, auth, key_id)
-    fields = _fields(await _json(request))
+    fields = _fields(await json_body(request))
     check_grant(auth, check_key_fields(fields), record)
     return ok(await _view(request, await _operator(request, auth).update_key(record.id, fields)))
 
@@ -133,13 +133,3 @@ async def update_key(request: Request, key_id: str, auth: AuthContext = Depends(
 async def revoke_key(request: Request, key_id: str, auth: AuthContext = Depends(admin_key)) -> Response:
     record = await _team_key(request, auth, key_id)
     return ok(await _view(request, await _operator(request, auth).revoke_key(record.id)))
-
-
-async def _json(request: Request) -> Any:
-    raw = await request.body()
-    if not raw.strip():
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidParameters(f"the request body is not valid JSON: {exc.msg}", param="body") from None

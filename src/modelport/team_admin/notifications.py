@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,6 +24,7 @@ from modelport.media.fetch import FETCHER
 from modelport.net import FetchError
 from modelport.net.errors import UrlFormatRefused
 from modelport.services import Services
+from modelport.team_admin.body import json_body
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, media_auth_with
 from modelport.web.envelope import ok
@@ -103,7 +103,7 @@ async def get_settings(request: Request, auth: AuthContext = Depends(admin_key))
 @router.put("", summary="Replace the team's notification settings (admin keys only)", openapi_extra=_BODY)
 async def put_settings(request: Request, auth: AuthContext = Depends(admin_key)) -> Response:
     services = get_services(request)
-    found = notifications.parse(await _json(request))
+    found = notifications.parse(await json_body(request))
     if found.url is not None:
         await check_url(services, found.url)
     actor = request_actor(request, "team_key", key_id=auth.key_id)
@@ -142,13 +142,3 @@ async def check_url(services: Services, url: str) -> None:
         raise InvalidFormat("url must be an https URL without userinfo", param="url") from exc
     except FetchError as exc:
         raise InvalidParameters(f"url cannot be used: {exc.detail}", param="url") from exc
-
-
-async def _json(request: Request) -> Any:
-    raw = await request.body()
-    if not raw.strip():
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidParameters(f"the request body is not valid JSON: {exc.msg}", param="body") from None

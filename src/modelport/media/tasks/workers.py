@@ -109,7 +109,7 @@ class TaskWorkers:
             asyncio.create_task(self.reconciler.run(self._stop)),
             asyncio.create_task(self.sender.run(self._stop)),
         ]
-        log.info("task workers started: queue=%s concurrency=%d", self.queue.backend, self._settings.worker_concurrency)
+        log.info("task workers started: queue=%s concurrency=%d", self.queue.kind, self._settings.worker_concurrency)
 
     async def _consume(self) -> None:
         """Run the queue consumer; if it dies (e.g. its database connection dropped), start it again."""
