@@ -3,8 +3,8 @@
 Scheduling under pytest-xdist (`scripts/test.sh` runs `-n 2 --dist loadgroup`): every integration or
 conformance module is one xdist group, so its module-scoped servers start once, on one worker; tests marked
 `heavy` (CPU-bound: renders, fuzzing, real CLIs, a browser) share one group, so no two of them run at once;
-tests marked `serial` (timing-sensitive) are left for a stage of their own after the parallel one. Which
-tests are heavy or serial, and why, is tests/support/schedule.py. A test
+tests marked `serial` (timing-sensitive) run in a stage of their own, beside the parallel one at a higher CPU
+priority. Which tests are heavy or serial, and why, is tests/support/schedule.py. A test
 that times out (pytest-timeout) fails with the stacks of the modelport processes this test process started.
 """
 

@@ -5,7 +5,8 @@ measured reason, said beside it; an entry is a node-id prefix (a file, or a file
 
 - SERIAL: timing-sensitive. Each asserts a bound on wall time or on a deadline the server keeps (a 408
   after a timeout, a cut after a grace period, a cancel within seconds) that another CPU-bound process
-  beside it could push past. They run after the parallel stage, one at a time, as the whole suite once did.
+  beside it could push past. They run one at a time, at normal CPU priority, beside the parallel stage, whose
+  processes run at nice 19 (scripts/test.sh): the kernel gives them the CPU whenever they want it.
 - HEAVY: CPU-bound for most of their run (a real browser, real coding-agent CLIs, video and speech renders,
   the embedded llama.cpp model, schema-driven fuzzing). They share one xdist group, so they run one after
   another on one worker while the other worker runs the light tests beside them.
