@@ -16,15 +16,17 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels ".${EXTRAS:+[$EXTRAS]}"
 
 # Runtime stage: no compiler, an unprivileged user, data under /var/lib/modelport.
 FROM python:3.11-slim-bookworm
-ARG EXTRAS=local
 # libgomp: OpenMP runtime of llama.cpp and onnxruntime.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libgomp1 \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --home-dir /var/lib/modelport --create-home modelport
+    && groupadd --system --gid 10001 modelport \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/modelport --create-home modelport
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --no-index --find-links /wheels "modelport${EXTRAS:+[$EXTRAS]}" && rm -rf /wheels
-USER modelport
+# Exactly the wheels the build stage made (modelport, its extras and their dependencies), nothing from an index.
+RUN pip install --no-cache-dir --no-index /wheels/*.whl && rm -rf /wheels
+# Numeric, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
+USER 10001:10001
 WORKDIR /var/lib/modelport
 ENV MODELPORT_DATA_DIR=/var/lib/modelport \
     MODELPORT_HOST=0.0.0.0 \
@@ -33,6 +35,6 @@ ENV MODELPORT_DATA_DIR=/var/lib/modelport \
 EXPOSE 8080 8081 9100
 # Liveness without curl in the image: the process answers /healthz.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
-    CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)" || exit 1
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"]
 ENTRYPOINT ["modelport"]
 CMD ["serve"]

@@ -22,6 +22,8 @@ ROWS = 10
 assert hasattr(BatchWriter, "default_flush_interval") and hasattr(BatchWriter, "default_max_batch")
 BatchWriter.default_flush_interval = 3600.0  # every writer: the request log's and the settlements'
 BatchWriter.default_max_batch = ROWS
+assert hasattr(BatchWriter, "default_short_batches_at_once")
+BatchWriter.default_short_batches_at_once = False  # only whole batches of ROWS: as many writes every run
 
 catalog_defaults = CatalogStore.__init__.__kwdefaults__
 assert catalog_defaults is not None and "refresh_seconds" in catalog_defaults

@@ -82,8 +82,26 @@ class Deployment(BaseModel):
     # Name of the environment variable holding the upstream key (the key itself never sits in the catalog).
     api_key_env: str | None = None
     model: str
+    # The longest wait for any read from the upstream (`stream_idle_timeout_seconds` overrides it once relaying).
     timeout_seconds: float = Field(default=600.0, gt=0)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    # From sending the request to the first content event of a stream, or the whole answer when not
+    # streamed; past it the next deployment is tried (unset: only `timeout_seconds` bounds it).
+    first_byte_timeout_seconds: float | None = Field(default=None, gt=0)
+    # Between two reads of a stream (unset: `timeout_seconds`).
+    stream_idle_timeout_seconds: float | None = Field(default=None, gt=0)
     headers: dict[str, str] = Field(default_factory=dict)
+    # How often the rotation starts at this deployment relative to the model's others (0: only when the
+    # others fail or cool down; session affinity ignores it).
+    weight: int = Field(default=1, ge=0, le=1000)
+    # While cooling down, call the upstream's free model list with the deployment's key every
+    # `probe_seconds`: a success brings it back without waiting for user traffic (docs/api/routing.md).
+    probe: Literal["models"] | None = None
+    probe_seconds: float = Field(default=10.0, gt=0)
+
+    @property
+    def read_timeout_seconds(self) -> float:
+        return self.stream_idle_timeout_seconds or self.timeout_seconds
 
     @field_validator("base_url")
     @classmethod
@@ -110,6 +128,12 @@ class TextModel(BaseModel):
     active: bool = True
     # Teams allowed to use the model; empty means every team.
     teams: list[str] = Field(default_factory=list)
+    # Models tried in order when every deployment of this one failed or is cooling down (a model the key or
+    # team may not use is skipped; docs/api/routing.md).
+    fallbacks: list[str] = Field(default_factory=list)
+    # Models tried instead for a request over `context_window` (estimated, or the upstream's
+    # `context_length_exceeded`).
+    context_fallbacks: list[str] = Field(default_factory=list)
 
     @field_validator("id")
     @classmethod

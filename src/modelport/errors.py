@@ -97,6 +97,14 @@ class Conflict(ServiceError):
     error_type = "invalid_request_error"
 
 
+class Gone(ServiceError):
+    """410: a setup, reset or invitation link that was used, revoked or has expired."""
+
+    status = 410
+    category = "Gone"
+    error_type = "invalid_request_error"
+
+
 class PayloadTooLarge(ServiceError):
     """413: a body over its cap. The answer closes the connection: the rest of the body is never read."""
 

@@ -137,6 +137,21 @@ GATEWAY_OVERHEAD = Family(
         buckets=OVERHEAD_BUCKETS,
     )
 )
+UPSTREAM_ATTEMPTS = Family(
+    Histogram(
+        "modelport_upstream_attempts",
+        "Upstream calls one text request made before it was answered or gave up (failover)",
+        ["provider", "model"],
+        buckets=(1, 2, 3, 4, 5, 8, 12, 20),
+    )
+)
+FALLBACKS = Family(
+    Counter(
+        "modelport_fallbacks",
+        "Text requests answered by a fallback model instead of the requested one",
+        ["model", "served_model"],
+    )
+)
 DEPLOYMENT_COOLDOWNS = Family(
     Counter(
         "modelport_deployment_cooldowns",
@@ -318,3 +333,27 @@ def serve_metrics(host: str, port: int, multiprocess_dir: Path | None) -> int:
         multiprocess.MultiProcessCollector(registry, path=str(multiprocess_dir))  # type: ignore[no-untyped-call]
     server, _thread = start_http_server(port, addr=host, registry=registry)
     return int(server.server_address[1])
+
+
+CACHE_LOOKUPS = Family(
+    Counter(
+        "modelport_response_cache_lookups",
+        "Response cache lookups of caching teams, by result (hit, miss, skip)",
+        ["team", "result"],
+    )
+)
+CACHE_EVICTIONS = Family(
+    Counter(
+        "modelport_response_cache_evictions",
+        "Response cache entries evicted (least recently used) to keep the store under its size bound",
+        ["team"],
+    )
+)
+CACHE_BYTES = Family(
+    Gauge(
+        "modelport_response_cache_bytes",
+        "Bytes of the response cache a team's entries take (as last seen by a process storing one)",
+        ["team"],
+        multiprocess_mode="livemostrecent",
+    )
+)

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts.auth import Authenticator
 from modelport.catalog import CatalogStore
 from modelport.ratelimit import Limiters, make_limiters
+from modelport.secret_box import Purpose, SecretBox, secret_box
 from modelport.settings import Settings
 from modelport.storage.db import create_engine
 
@@ -108,6 +109,12 @@ class Services:
         self._users = 0
         # Set by `serve` on SIGTERM: /readyz answers 503 from then on (apps/health.py).
         self.draining = False
+
+    def secret_box(self, purpose: Purpose) -> SecretBox:
+        """The box that seals `purpose`'s secrets at rest under this process's secret key (and opens those
+        sealed under the previous one)."""
+        previous = self.settings.previous_secret_key
+        return secret_box(self.secret_key, previous.get_secret_value() if previous else None, purpose)
 
     def add(self, key: ServiceKey[T], service: T) -> T:
         """Register `service` under `key`; its `start()`/`aclose()`, when it has them, join the lifecycle."""

@@ -11,6 +11,7 @@ import base64
 import ipaddress
 import json
 import os
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,6 +27,7 @@ from pydantic_settings import (
 )
 
 MIN_ADMIN_TOKEN_LENGTH = 32
+SCIM_TOKEN_MIN = 32  # as the admin token: a bearer secret an identity provider holds
 
 
 class FilesSettings(BaseModel):
@@ -274,6 +276,195 @@ class ConsoleSettings(BaseModel):
     form_max_bytes: int = Field(default=64 * 1024, ge=1024)
     # The cookie's Secure flag; unset: on when the public media URL is https.
     secure_cookie: bool | None = None
+    # Signing in with a team API key (beside email and password); false: people only.
+    key_sign_in: bool = True
+
+
+class AccountsSettings(BaseModel):
+    """Console accounts (`settings.accounts`, env prefix `MODELPORT_ACCOUNTS__`; docs/api/accounts.md)."""
+
+    # Invitation links live this long; setup and password-reset links this long.
+    invite_seconds: int = Field(default=7 * 24 * 3600, ge=1)
+    setup_seconds: int = Field(default=24 * 3600, ge=1)
+    # Failed sign-ins per account and per client address in `sign_in_window_seconds`; past either, a wrong
+    # attempt gets 429 with Retry-After (a correct one is always accepted). Shared through Redis when set.
+    sign_in_failures: int = Field(default=10, ge=1)
+    sign_in_window_seconds: int = Field(default=15 * 60, ge=1)
+
+
+class SmtpSettings(BaseModel):
+    """Mail for invitations and reset links (`settings.smtp`, env prefix `MODELPORT_SMTP__`); no host: none
+    is sent (the links are still shown once)."""
+
+    host: str | None = None
+    port: int = Field(default=587, ge=1, le=65535)
+    username: str | None = None
+    # The name of the environment variable holding the password (never the password itself).
+    password_env: str | None = None
+    from_: str = Field(default="modelport@localhost", alias="from")
+    starttls: bool = True
+    timeout_seconds: float = Field(default=10.0, gt=0)
+
+    model_config = {"populate_by_name": True}
+
+
+class ScimSettings(BaseModel):
+    """SCIM 2.0 provisioning at `/scim/v2/` (`settings.scim`, env prefix `MODELPORT_SCIM__`;
+    docs/deploy/sso.md). `token_env` names the environment variable holding the identity provider's bearer
+    token (never the token itself); unset: SCIM is off and every `/scim` path is a 404."""
+
+    token_env: str | None = None
+    # Wrong bearer tokens counted per client address (as `admin_failures_per_minute`): past this many a
+    # minute a wrong one is a 429; the right token is never refused by the count.
+    failures_per_minute: int = Field(default=10, ge=1)
+
+    @model_validator(mode="after")
+    def _check_token(self) -> ScimSettings:
+        if self.token_env is not None:
+            token = os.environ.get(self.token_env)
+            if token is None:
+                raise ValueError(f"MODELPORT_SCIM__TOKEN_ENV names {self.token_env}, which is not set")
+            if len(token) < SCIM_TOKEN_MIN:
+                raise ValueError(
+                    f"the SCIM token in {self.token_env} has {len(token)} characters; at least {SCIM_TOKEN_MIN}"
+                    " are needed (make one with: openssl rand -hex 32)"
+                )
+        return self
+
+    def token(self) -> str | None:
+        return None if self.token_env is None else os.environ.get(self.token_env)
+
+
+OIDC_SCOPES_DEFAULT = "openid email profile"
+_DOMAIN_RE = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$")
+
+
+class RoleMapping(BaseModel):
+    """One grant of a group (`ROLE_MAPPINGS`): a team role in a team (by name or id), or an operator role."""
+
+    model_config = {"extra": "forbid"}
+
+    team: str | None = None
+    role: Literal["owner", "admin", "developer", "viewer"] | None = None
+    operator_role: Literal["operator", "operator_viewer"] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> RoleMapping:
+        team_grant = self.team is not None or self.role is not None
+        if team_grant == (self.operator_role is not None):
+            raise ValueError('each grant is {"team": ..., "role": ...} or {"operator_role": ...}')
+        if team_grant and (not self.team or self.role is None):
+            raise ValueError('a team grant needs both "team" (a name or id) and "role"')
+        return self
+
+
+class OidcSettings(BaseModel):
+    """Single sign-on with an OpenID Connect provider (`settings.oidc`, env prefix `MODELPORT_OIDC__`;
+    docs/deploy/sso.md). Unset `issuer`: no SSO. `client_secret_env` names the environment variable
+    holding the client secret (never the secret itself); unset: a public client (PKCE only)."""
+
+    issuer: str | None = None
+    client_id: str | None = None
+    client_secret_env: str | None = None
+    scopes: str = OIDC_SCOPES_DEFAULT
+    # The sign-in button's text: "Sign in with {display_name}".
+    display_name: str = "single sign-on"
+    # Exact domains (`example.com`) or every subdomain (`*.example.com`): who may be created by SSO and
+    # whose password sign-in `require_sso` turns off. From the environment a comma-separated list.
+    allowed_email_domains: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Create an unknown person at their first sign-in (their email in an allowed domain, verified).
+    auto_create_users: bool = False
+    # The ID token claim (or userinfo field) listing the person's groups: the keys of `role_mappings`.
+    groups_claim: str = "groups"
+    # {"group": [{"team": "acme", "role": "developer"}, {"operator_role": "operator"}]}; from the
+    # environment a JSON object.
+    role_mappings: Annotated[dict[str, list[RoleMapping]], NoDecode] = Field(default_factory=dict)
+    # Password sign-in is refused for emails of the allowed domains (the admin token stays as break-glass).
+    require_sso: bool = False
+
+    @field_validator("allowed_email_domains", mode="before")
+    @classmethod
+    def _split_domains(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return json.loads(value)
+            return [d.strip() for d in value.split(",") if d.strip()]
+        return value
+
+    @field_validator("role_mappings", mode="before")
+    @classmethod
+    def _parse_mappings(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                raise ValueError(
+                    'MODELPORT_OIDC__ROLE_MAPPINGS must be a JSON object: {"group": [{"team": "acme", "role":'
+                    ' "developer"}, {"operator_role": "operator"}]}'
+                ) from None
+        return value
+
+    @field_validator("allowed_email_domains")
+    @classmethod
+    def _check_domains(cls, value: list[str]) -> list[str]:
+        out = []
+        for raw in value:
+            domain = raw.strip().lower()
+            if not _DOMAIN_RE.match(domain):
+                raise ValueError(f"{raw!r} is not a domain (example.com, or *.example.com for its subdomains)")
+            out.append(domain)
+        return out
+
+    @field_validator("issuer")
+    @classmethod
+    def _check_issuer(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("https", "http") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError(
+                "MODELPORT_OIDC__ISSUER must be the provider's issuer URL (https://..., as in its"
+                " /.well-known/openid-configuration), without a query or fragment"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check_complete(self) -> OidcSettings:
+        if self.issuer is None:
+            return self
+        if not self.client_id:
+            raise ValueError("MODELPORT_OIDC__ISSUER is set: MODELPORT_OIDC__CLIENT_ID is needed too")
+        if self.client_secret_env is not None and not os.environ.get(self.client_secret_env):
+            raise ValueError(f"MODELPORT_OIDC__CLIENT_SECRET_ENV names {self.client_secret_env}, which is not set")
+        if "openid" not in self.scopes.split():
+            raise ValueError("MODELPORT_OIDC__SCOPES must include openid")
+        if self.auto_create_users and not self.allowed_email_domains:
+            raise ValueError(
+                "MODELPORT_OIDC__AUTO_CREATE_USERS needs MODELPORT_OIDC__ALLOWED_EMAIL_DOMAINS (who may be created)"
+            )
+        if self.require_sso and not self.allowed_email_domains:
+            raise ValueError("MODELPORT_OIDC__REQUIRE_SSO needs MODELPORT_OIDC__ALLOWED_EMAIL_DOMAINS (whose sign-in)")
+        if not self.groups_claim.strip():
+            raise ValueError("MODELPORT_OIDC__GROUPS_CLAIM must not be empty")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.issuer is not None
+
+    def client_secret(self) -> str | None:
+        return None if self.client_secret_env is None else os.environ.get(self.client_secret_env)
+
+    def domain_allowed(self, email: str) -> bool:
+        """Whether `email` is in an allowed domain: an exact match, or a subdomain of a `*.` entry."""
+        domain = email.rpartition("@")[2].strip().lower()
+        for allowed in self.allowed_email_domains:
+            if allowed.startswith("*."):
+                if domain.endswith(allowed[1:]):
+                    return True
+            elif domain == allowed:
+                return True
+        return False
 
 
 class RetentionSettings(BaseModel):
@@ -302,6 +493,21 @@ class RetentionSettings(BaseModel):
     busy_share: float = Field(default=0.25, gt=0, le=1)
 
 
+class RoutingSettings(BaseModel):
+    """Text routing and failover (`settings.routing`, env prefix `MODELPORT_ROUTING__`; docs/api/text-gateway.md,
+    Failover)."""
+
+    # Upstream calls one request may make, over every deployment it is tried on.
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    # No further upstream call starts once the request is this old (the call in flight is not cut).
+    deadline_seconds: float = Field(default=300.0, gt=0)
+    # A deployment cools down after this many failures within the window...
+    failures_before_cooldown: int = Field(default=3, ge=1)
+    failure_window_seconds: float = Field(default=60.0, gt=0)
+    # ...for `upstream_cooldown_seconds`, doubled by each failure right after a cooldown, up to this.
+    max_cooldown_seconds: float = Field(default=600.0, gt=0)
+
+
 class ResponsesSettings(BaseModel):
     """Stored Responses (`settings.responses`, env prefix `MODELPORT_RESPONSES__`): a `POST /v1/responses`
     with `store` true keeps its response and input items this long, for `previous_response_id`, retrieval
@@ -310,11 +516,35 @@ class ResponsesSettings(BaseModel):
     store_days: float = Field(default=30.0, gt=0)
     # Overrides `store_days` when set (tests use a few seconds).
     store_seconds: float | None = Field(default=None, gt=0)
+    # Background responses (`background: true`): how often a run looks for its cancellation (and renews its
+    # lease), keeps the events it has streamed so far, and a client streaming one reads the new ones.
+    background_poll_seconds: float = Field(default=0.5, gt=0, le=60)
+    # Background responses one process runs at once (beside its media tasks).
+    background_concurrency: int = Field(default=16, ge=1, le=1024)
 
     @property
     def lifetime_ms(self) -> int:
         seconds = self.store_seconds if self.store_seconds is not None else self.store_days * 86_400
         return int(seconds * 1000)
+
+
+class CacheSettings(BaseModel):
+    """The response cache (`settings.cache`, env prefix `MODELPORT_CACHE__`) of teams that turn it on
+    (team setting `cache`): how long an answer is kept, the store's size bound, what a hit costs
+    (docs/api/cache.md)."""
+
+    # How long a stored answer is served, from when it was stored (a request's `X-Modelport-Cache-TTL`
+    # asks for another, capped at `max_ttl_seconds`).
+    ttl_seconds: int = Field(default=3600, ge=1)
+    max_ttl_seconds: int = Field(default=86_400, ge=1)
+    # The store's size bound (all teams): past it the least recently used entries are evicted.
+    max_mb: float = Field(default=256.0, gt=0)
+    # What a hit costs, as a share of the original answer's cost (0: hits are free).
+    hit_price_share: Decimal = Field(default=Decimal(0), ge=0, le=1)
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self.max_mb * 1024 * 1024)
 
 
 class AlertsSettings(BaseModel):
@@ -458,9 +688,15 @@ class Settings(BaseSettings):
     tasks: TasksSettings = Field(default_factory=TasksSettings)
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+    accounts: AccountsSettings = Field(default_factory=AccountsSettings)
+    smtp: SmtpSettings = Field(default_factory=SmtpSettings)
+    scim: ScimSettings = Field(default_factory=ScimSettings)
+    oidc: OidcSettings = Field(default_factory=OidcSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     responses: ResponsesSettings = Field(default_factory=ResponsesSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
     # How long the text gateway keeps a deployment out of rotation after repeated failures (a process's own
     # view; an upstream 429's Retry-After wins when given).
     upstream_cooldown_seconds: float = Field(default=30.0, gt=0, le=600)
@@ -610,6 +846,7 @@ class Settings(BaseSettings):
             "net_ca_bundle": str(self.net.ca_bundle) if self.net.ca_bundle else None,
             "task_workers": self.tasks.run_workers,
             "operator_alerts": self.operator_webhook_url is not None,
+            "oidc": self.oidc.issuer,
         }
 
 

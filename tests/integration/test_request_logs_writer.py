@@ -132,6 +132,38 @@ async def test_flush_waits_for_everything_recorded_before_it(engine: AsyncEngine
         await writer.aclose()
 
 
+async def test_rows_queued_behind_a_full_batch_follow_it_at_once(engine: AsyncEngine) -> None:
+    writer = RequestLogWriter(engine, max_batch=10, flush_interval=60)  # a full batch wakes it, not the timer
+    await writer.start()
+    try:
+        for i in range(13):
+            writer.record(make(i))
+        async with asyncio.timeout(5):
+            await wait_for_rows(engine, 13)  # the 3 behind the full batch did not wait 60 s
+    finally:
+        await writer.aclose()
+
+
+async def test_without_short_batches_at_once_only_whole_batches_go_until_a_flush(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The instruction guard's setting (bench/_guard_launcher.py): as many writes every run.
+    monkeypatch.setattr(RequestLogWriter, "default_short_batches_at_once", False)
+    writer = RequestLogWriter(engine, max_batch=10, flush_interval=60)
+    await writer.start()
+    try:
+        for i in range(13):
+            writer.record(make(i))
+        async with asyncio.timeout(5):
+            await wait_for_rows(engine, 10)
+        await asyncio.sleep(0.3)
+        assert await row_count(engine) == 10 and writer.pending == 3
+        await writer.flush()
+        assert await row_count(engine) == 13
+    finally:
+        await writer.aclose()
+
+
 async def test_reinserting_rows_neither_duplicates_nor_recounts(engine: AsyncEngine) -> None:
     first = [make(i, user="user_0001") for i in range(50)]
     assert await insert_logs(engine, first) == 50

@@ -16,9 +16,12 @@ def csrf_of(page: str) -> str:
 
 
 class ConsoleClient:
-    def __init__(self, media_url: str) -> None:
+    def __init__(self, media_url: str, *, local_address: str | None = None) -> None:
+        """`local_address`: the loopback address to connect from (the server counts sign-in failures per
+        address; a test of those counts uses an address of its own, e.g. 127.0.0.2)."""
         self.base = media_url + "/console"
-        self.http = httpx.Client(base_url=self.base, timeout=30, follow_redirects=False)
+        transport = None if local_address is None else httpx.HTTPTransport(local_address=local_address)
+        self.http = httpx.Client(base_url=self.base, timeout=30, follow_redirects=False, transport=transport)
 
     def close(self) -> None:
         self.http.close()

@@ -167,6 +167,8 @@ class Reply:
       which is also what a non-streaming call gets).
     - `error_after`: after that many stream events send the protocol's in-stream error event and end.
     - `headers`: extra response headers (e.g. ``retry-after``).
+    - `raw_body`: a 200 whose body is these bytes as they are (an error object, broken JSON; streamed: the
+      whole event stream), whatever the protocol.
     """
 
     answer: Answer = field(default_factory=lambda: Answer(text="Hello from the fake upstream."))
@@ -179,6 +181,7 @@ class Reply:
     chunk_delay: float = 0.0
     drop_after: int | None = None
     error_after: int | None = None
+    raw_body: bytes | None = None
 
     @classmethod
     def text(cls, text: str, *, usage: Usage | None = None, finish: Finish = "stop", **kw: Any) -> Reply:
@@ -314,6 +317,10 @@ class FakeUpstream(ThreadedServer):
             await asyncio.sleep(reply.delay)
         if reply.status >= 400:
             return self._error(proto, reply)
+        if reply.raw_body is not None:
+            streamed = payload.get("stream") is True
+            content_type = "text/event-stream" if streamed else "application/json"
+            return web.Response(body=reply.raw_body, headers={"content-type": content_type, **reply.headers})
         rid = f"fake{next(self._ids):06d}"
         model = str(payload.get("model", "fake-model"))
         if payload.get("stream") is True:

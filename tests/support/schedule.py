@@ -32,6 +32,13 @@ SERIAL: dict[str, str] = {
     ),
     "tests/integration/money/test_credit_processes.py": "a killed worker's holds come back within lease + sweep + 5 s",
     "tests/integration/ops/test_health_serve.py::test_readyz_answers_draining": "5 requests within the 8 s drain",
+    "tests/integration/response_cache/test_cache_rules.py::test_an_entry_expires_after_its_ttl_in_seconds": (
+        "a 2 s TTL: the hit must be read within 2 s of the store, the miss after it"
+    ),
+    "tests/integration/accounts/test_accounts_limits_serve.py": (
+        "setup and invitation links that expire after 2 s; a removal refused on both processes within 1 s"
+    ),
+    "tests/integration/failover/test_shared_cooldowns.py": "a cooldown heard by another process within 1 s",
     "tests/integration/test_ratelimit_redis_crossprocess.py": (
         "two processes must start within 2 s of each other and overlap (failed beside a parallel worker)"
     ),
@@ -40,6 +47,7 @@ SERIAL: dict[str, str] = {
 HEAVY: dict[str, str] = {
     "tests/integration/agents_cli/": "Claude Code and Codex CLI (node) against a real serve",
     "tests/integration/console/test_console_browser.py": "Chromium",
+    "tests/integration/accounts/test_accounts_browser.py": "Chromium",
     "tests/integration/console/test_operator_browser.py": "Chromium",
     "tests/integration/console/test_fuzz_console_forms.py": "schemathesis",
     "tests/integration/gateway/test_fuzz_openapi.py": "schemathesis",
@@ -51,6 +59,7 @@ HEAVY: dict[str, str] = {
     "tests/integration/tasks/test_style_transfer_serve.py": "ONNX style transfer",
     "tests/integration/tasks/test_render_pool_serve.py": "video renders in a process pool",
     "tests/integration/tasks/test_render_process_serve.py": "video renders in a process pool",
+    "tests/integration/ops/test_replicas.py": "three serve processes on PostgreSQL, 150 concurrent requests",
 }
 
 

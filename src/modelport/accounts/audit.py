@@ -4,7 +4,8 @@ A change records its event with `record(conn, actor, ...)` on the connection of 
 the change, so the two commit or roll back together (no change without its event, no event without its
 change). `Actor` says who: the operator through the admin API (`operator_token`), the operator console
 (`operator_console`), the admin CLI (`operator_cli`), a team's admin key on the keys API (`team_key`) or a
-team console session (`team_console`, with the key it signed in with). `before`/`after` are the fields the
+team console session (`team_console`, with the key it signed in with) or a person (`user`, with
+the user's id and email) or the identity provider's SCIM client (`scim`). `before`/`after` are the fields the
 change touched; anything that looks like a credential is masked before it is stored (`mask`).
 """
 
@@ -23,8 +24,16 @@ from modelport.accounts.tables import audit_events
 from modelport.clock import now_ms
 from modelport.core.redaction import is_credential_header
 
-ActorKind = Literal["operator_token", "operator_console", "operator_cli", "team_key", "team_console"]
-ACTOR_KINDS: tuple[ActorKind, ...] = ("operator_token", "operator_console", "operator_cli", "team_key", "team_console")
+ActorKind = Literal["operator_token", "operator_console", "operator_cli", "team_key", "team_console", "user", "scim"]
+ACTOR_KINDS: tuple[ActorKind, ...] = (
+    "operator_token",
+    "operator_console",
+    "operator_cli",
+    "team_key",
+    "team_console",
+    "user",
+    "scim",
+)
 MASK_KEEP = 4  # characters of a credential kept at its end, so two values can still be told apart
 
 
@@ -34,6 +43,8 @@ class Actor:
     key_id: str | None = None  # the team key that acted (team_key, team_console)
     request_id: str | None = None
     client: str | None = None  # the client's address, as the server saw it
+    user_id: str | None = None  # the person who acted (kind `user`)
+    email: str | None = None
 
 
 def mask_value(value: str) -> str:
@@ -91,6 +102,8 @@ async def record(
             team_id=team_id,
             actor_kind=actor.kind,
             actor_key_id=actor.key_id,
+            actor_user_id=actor.user_id,
+            actor_email=actor.email,
             action=action,
             target=target[:120],  # the column's size; ids and slugs are shorter
             before=_json(before),
@@ -141,7 +154,12 @@ def event_view(m: Mapping[str, Any]) -> dict[str, Any]:
         "id": int(m["id"]),
         "at_ms": int(m["at_ms"]),
         "team_id": m["team_id"],
-        "actor": {"kind": m["actor_kind"], "key_id": m["actor_key_id"]},
+        "actor": {
+            "kind": m["actor_kind"],
+            "key_id": m["actor_key_id"],
+            "user_id": m["actor_user_id"],
+            "email": m["actor_email"],
+        },
         "action": m["action"],
         "target": m["target"],
         "before": None if m["before"] is None else orjson.loads(m["before"]),

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from modelport.accounts.keys import hash_key
 from modelport.accounts.limits import KeyLimits
 from modelport.accounts.models import ApiKey, Team
+from modelport.accounts.permissions import KEY_ROLE_AS_TEAM_ROLE
 from modelport.accounts.service import lookup_key, lookup_key_id, touch_key
 from modelport.clock import now_ms
 
@@ -35,6 +36,23 @@ class AuthContext:
     limits: KeyLimits | None = None
     role: str = "member"
     key_name: str | None = None
+    # The team's response cache: off | team | key, and whether answers with tool calls are stored.
+    cache: str = "off"
+    cache_tool_calls: bool = False
+    # A person's console session (key_id is then ""): who, and their role in the team.
+    user_id: str | None = None
+    user_email: str | None = None
+    member_role: str | None = None
+    # A personal key's owner (None: a team key).
+    owner_user_id: str | None = None
+
+    @property
+    def team_role(self) -> str:
+        """The role this caller acts with in the team (`accounts.permissions`): a person's membership role,
+        or the one a key's role stands for."""
+        if self.member_role is not None:
+            return self.member_role
+        return KEY_ROLE_AS_TEAM_ROLE.get(self.role, "viewer")
 
     def refusal(self, at_ms: int, client_host: str | None) -> str | None:
         """Why this request may not use the key (`key_expired`, `ip_not_allowed`), None when it may."""
@@ -87,6 +105,9 @@ def _resolution(found: tuple[ApiKey, Team] | None) -> Resolution:
             limits=limits,
             role=record.role,
             key_name=record.name,
+            cache=team.cache,
+            cache_tool_calls=team.cache_tool_calls,
+            owner_user_id=record.owner_user_id,
         )
     )
 

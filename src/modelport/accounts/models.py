@@ -23,6 +23,9 @@ class Team:
     suspended_at_ms: int | None = None
     # The team's own request-log window in days (None: the deployment's default; 0: kept forever).
     log_days: float | None = None
+    # The response cache: off | team | key, and whether answers with tool calls are stored.
+    cache: str = "off"
+    cache_tool_calls: bool = False
 
     @property
     def suspended(self) -> bool:
@@ -49,6 +52,8 @@ class Team:
             "suspended": self.suspended,
             "suspended_at": None if self.suspended_at_ms is None else self.suspended_at_ms // 1000,
             "log_days": self.log_days,
+            "cache": self.cache,
+            "cache_tool_calls": self.cache_tool_calls,
         }
 
 
@@ -63,6 +68,8 @@ class ApiKey:
     last_used_at_ms: int | None
     limits: KeyLimits = NO_LIMITS
     role: str = "member"
+    created_by: str | None = None  # a user id; None: made with the admin token, the CLI or a key
+    owner_user_id: str | None = None  # a personal key's owner; None: a team key
 
     @property
     def active(self) -> bool:
@@ -79,6 +86,8 @@ class ApiKey:
             "revoked_at": None if self.revoked_at_ms is None else self.revoked_at_ms // 1000,
             "last_used_at": None if self.last_used_at_ms is None else self.last_used_at_ms // 1000,
             "role": self.role,
+            "created_by": self.created_by,
+            "owner_user_id": self.owner_user_id,
             **self.limits.to_public(),
         }
 

@@ -16,7 +16,8 @@ from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.keys import generate_key, hash_key, visible_prefix
 from modelport.accounts.limits import limits_from_columns
 from modelport.accounts.models import ApiKey, CreatedKey, Team
-from modelport.accounts.tables import api_keys, teams
+from modelport.accounts.tables import api_keys, memberships, teams
+from modelport.accounts.users import OWNER_DISABLED, REVOKED
 from modelport.clock import now_ms
 from modelport.errors import Conflict, InvalidParameters, NotFound
 from modelport.ids import new_id
@@ -37,6 +38,8 @@ def team_from_row(row: Row[Any]) -> Team:
         created_at_ms=int(m["created_at_ms"]),
         suspended_at_ms=None if m["suspended_at_ms"] is None else int(m["suspended_at_ms"]),
         log_days=None if m["log_days"] is None else float(m["log_days"]),
+        cache=m["cache"] or "off",
+        cache_tool_calls=bool(m["cache_tool_calls"]),
     )
 
 
@@ -52,6 +55,8 @@ def key_from_row(row: Row[Any]) -> ApiKey:
         last_used_at_ms=m["last_used_at_ms"],
         limits=limits_from_columns(m),
         role=m["role"] or "member",
+        created_by=m["created_by"],
+        owner_user_id=m["owner_user_id"],
     )
 
 
@@ -123,7 +128,7 @@ async def list_teams(engine: AsyncEngine) -> list[Team]:
 async def update_team(engine: AsyncEngine, ref: str, *, actor: Actor | None = None, **changes: Any) -> Team:
     """Set plain team columns (tier, asset_service, log_retention, log_days); `team.tier`, `team.log_days`
     (the team's own request-log window) or `team.flags` in the audit."""
-    allowed = {"tier", "asset_service", "log_retention", "log_days"}
+    allowed = {"tier", "asset_service", "log_retention", "log_days", "cache", "cache_tool_calls"}
     unknown = set(changes) - allowed
     if unknown:
         raise InvalidParameters(f"unknown team fields: {', '.join(sorted(unknown))}")
@@ -155,10 +160,22 @@ async def create_key(
     name: str | None = None,
     fields: dict[str, Any] | None = None,
     actor: Actor | None = None,
+    created_by: str | None = None,
+    owner_user_id: str | None = None,
 ) -> CreatedKey:
-    """A new key of the team; `fields` are its limits and role by their public names (`check_key_fields`)."""
+    """A new key of the team; `fields` are its limits and role by their public names (`check_key_fields`).
+    `owner_user_id` makes it a personal key of that member (it stops working when they leave)."""
     columns = check_key_fields(fields or {})
     team = await get_team(engine, team_ref)
+    if owner_user_id is not None:
+        async with engine.connect() as conn:
+            member = await conn.scalar(
+                select(memberships.c.role).where(
+                    memberships.c.team_id == team.id, memberships.c.user_id == owner_user_id
+                )
+            )
+        if member is None:
+            raise InvalidParameters("a personal key's owner must be a member of the team", param="owner_user_id")
     key = generate_key()
     key_id = new_id("key")
     values = {
@@ -171,6 +188,8 @@ async def create_key(
         "created_at_ms": now_ms(),
         "revoked_at_ms": None,
         "last_used_at_ms": None,
+        "created_by": created_by,
+        "owner_user_id": owner_user_id,
     }
     async with engine.begin() as conn:
         await conn.execute(insert(api_keys).values(**values))
@@ -208,18 +227,34 @@ async def update_key(engine: AsyncEngine, key_id: str, fields: dict[str, Any], *
 
 
 async def revoke_key(engine: AsyncEngine, key_id: str, *, actor: Actor | None = None) -> ApiKey:
-    """Revoke a key; revoking a revoked key is a no-op (and records no event)."""
+    """Revoke a key (for good: `stopped_reason` `revoked`); revoking a revoked key is a no-op (and records no
+    event), except that a personal key stopped by its owner's disabling no longer comes back on enabling."""
     await get_key(engine, key_id)
     async with engine.begin() as conn:
         before = await _key_in(conn, key_id)
         result = await conn.execute(
             update(api_keys)
             .where(api_keys.c.id == key_id, api_keys.c.revoked_at_ms.is_(None))
-            .values(revoked_at_ms=now_ms())
+            .values(revoked_at_ms=now_ms(), stopped_reason=REVOKED)
         )
         await console_sessions.end_for_key(conn, key_id)
         if result.rowcount:
             await _record_key(conn, actor, "key.revoke", before, await _key_in(conn, key_id))
+        else:
+            paused = api_keys.c.stopped_reason == OWNER_DISABLED
+            kept = await conn.execute(
+                update(api_keys).where(api_keys.c.id == key_id, paused).values(stopped_reason=REVOKED)
+            )
+            if kept.rowcount:
+                await audit.record(
+                    conn,
+                    actor,
+                    "key.revoke",
+                    team_id=before.team_id,
+                    target=key_id,
+                    before={"stopped_reason": OWNER_DISABLED},
+                    after={"stopped_reason": REVOKED},
+                )
     return await get_key(engine, key_id)
 
 
@@ -281,3 +316,11 @@ async def lookup_key_id(engine: AsyncEngine, key_id: str) -> tuple[ApiKey, Team]
 async def touch_key(engine: AsyncEngine, key_id: str, at_ms: int) -> None:
     async with engine.begin() as conn:
         await conn.execute(update(api_keys).where(api_keys.c.id == key_id).values(last_used_at_ms=at_ms))
+
+
+async def list_personal_keys(engine: AsyncEngine, user_id: str) -> Sequence[ApiKey]:
+    """A person's own keys in every team (their profile page)."""
+    stmt = select(api_keys).where(api_keys.c.owner_user_id == user_id).order_by(api_keys.c.created_at_ms)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(stmt)).all()
+    return [key_from_row(r) for r in rows]

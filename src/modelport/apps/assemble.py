@@ -12,15 +12,20 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport import metrics, tracing
+from modelport.accounts import role_mappings
 from modelport.alerts.service import OPERATOR_ALERTS, OperatorAlerts, with_operator_secret
 from modelport.apps.health import READINESS, ReadinessChecker
 from modelport.billing.credit import CREDIT, CreditBook
 from modelport.billing.settlement import SETTLEMENTS, SettlementWriter
+from modelport.gateway.background_responses import BACKGROUND_RESPONSES, BackgroundResponses
+from modelport.gateway.cached import CachedAnswers
 from modelport.gateway.logsink import RequestLogSink
 from modelport.gateway.metering import METERING, Metering
 from modelport.gateway.own_media import OwnMedia
 from modelport.gateway.pipeline import TEXT_GATEWAY, TextGateway
+from modelport.gateway.probes import PROBES, DeploymentProber
 from modelport.gateway.routing import DeploymentRouter
+from modelport.gateway.shared_health import SHARED_HEALTH, SharedHealth
 from modelport.gateway.stored_responses import STORED_RESPONSES, StoredResponses
 from modelport.gateway.upstream_call import UpstreamCaller
 from modelport.media.assets.http_library import HttpLibrary
@@ -43,10 +48,13 @@ from modelport.media.tasks.live import TASK_CHANGES, TaskChanges
 from modelport.media.tasks.service import TASK_QUEUE, TASKS, TaskService
 from modelport.media.tasks.task_events import TaskEvents
 from modelport.media.tasks.transitions import TaskTransitions
-from modelport.media.tasks.workers import TASK_WORKERS, TaskWorkers
+from modelport.media.tasks.workers import TASK_WORKERS, OtherJobs, TaskWorkers
 from modelport.net import SafeFetcher
-from modelport.queue import build_queue
+from modelport.queue import JobKind, Jobs, build_queue
 from modelport.requestlog.writer import REQUEST_LOG, RequestLogWriter
+from modelport.response_cache import RESPONSE_CACHE, make_cache
+from modelport.responses_store.background import BackgroundStore
+from modelport.responses_store.conversations import ConversationStore
 from modelport.responses_store.store import ResponseStore
 from modelport.retention.pruner import PRUNER, build_pruner
 from modelport.services import ServiceKey, Services
@@ -72,6 +80,8 @@ def build_services(
     if traces is not None:
         services.add(TRACING, traces)  # added first, closed last: flushes the spans of the others' shutdown
     db, public_url = services.db, settings.effective_public_media_url
+    # The groups → teams and roles of SSO and SCIM (the SCIM hook reads them inside accounts' transactions).
+    role_mappings.install(settings.oidc.role_mappings)
 
     # Money and logs: written off the hot path in batches, drained last.
     settlements = services.add(SETTLEMENTS, SettlementWriter(db, spill_dir=settings.data_dir / "spill" / "settlements"))
@@ -146,6 +156,20 @@ def build_services(
     alerts = None
     if settings.operator_webhook_url is not None:
         alerts = services.add(OPERATOR_ALERTS, OperatorAlerts(db, settings, url=settings.operator_webhook_url))
+    # Background Responses: kept in their rows, run by the task workers of any process through this
+    # process's text gateway (bound below, once it is made).
+    lifetime_ms = settings.responses.lifetime_ms
+    response_store = ResponseStore(db, lifetime_ms)
+    background = BackgroundResponses(
+        BackgroundStore(db, lifetime_ms),
+        response_store,
+        queue,
+        services.auth.authenticate_key_id,
+        poll_seconds=settings.responses.background_poll_seconds,
+        lease_seconds=settings.tasks.lease_seconds,
+        max_attempts=settings.tasks.max_attempts,
+        draining=lambda: services.draining,
+    )
     if settings.tasks.run_workers if task_workers is None else task_workers:
         secrets = team_secret_lookup(db, box_of(services))
         if settings.operator_webhook_secret is not None:
@@ -163,8 +187,16 @@ def build_services(
             on_terminal=sender.wake,
             changes=changes,
         )
+        runs = OtherJobs(
+            JobKind.BACKGROUND_RESPONSE,
+            Jobs(background.run, settings.responses.background_concurrency),
+            lambda before_ms: background.store.needing_a_run(queued_before_ms=before_ms),
+        )
         services.add(
-            TASK_WORKERS, TaskWorkers(engine=db, queue=queue, executor=executor, sender=sender, settings=settings.tasks)
+            TASK_WORKERS,
+            TaskWorkers(
+                engine=db, queue=queue, executor=executor, sender=sender, settings=settings.tasks, others=[runs]
+            ),
         )
 
     # The text gateway.
@@ -172,12 +204,26 @@ def build_services(
     log_sink = RequestLogSink(log_writer, max_payload_bytes=settings.log_payload_max_bytes)
     metering = services.add(METERING, Metering(settings, db, services.limiters, credit, log_sink=log_sink))
     router = DeploymentRouter(
-        cooldown_seconds=settings.upstream_cooldown_seconds, listener=alerts.heard if alerts is not None else None
+        cooldown_seconds=settings.upstream_cooldown_seconds,
+        routing=settings.routing,
+        listener=alerts.heard if alerts is not None else None,
     )
     services.add(DEPLOYMENT_HEALTH, router)  # the operator console reads this process's cooldowns
+    if services.redis is not None:  # cooldowns shared by every process
+        services.add(SHARED_HEALTH, SharedHealth(services.redis, settings.redis_prefix, router))
+    services.add(PROBES, DeploymentProber(services.catalog, router, pool))
     caller = UpstreamCaller(pool, router)
-    responses = services.add(STORED_RESPONSES, StoredResponses(ResponseStore(db, settings.responses.lifetime_ms)))
-    services.add(TEXT_GATEWAY, TextGateway(services.catalog, caller, metering, OwnMedia(files, public_url), responses))
+    stored = StoredResponses(response_store, ConversationStore(db, lifetime_ms))
+    responses = services.add(STORED_RESPONSES, stored)
+    cache = services.add(RESPONSE_CACHE, make_cache(settings, db, services.redis))
+    cached = CachedAnswers(cache, metering, responses)
+    gateway = services.add(
+        TEXT_GATEWAY,
+        TextGateway(services.catalog, caller, metering, OwnMedia(files, public_url), responses, cached, background),
+    )
+    background.bind(gateway.handle_body)
+    # Added after the task workers: closed before them, so its runs end (unsettled, queued again) first.
+    services.add(BACKGROUND_RESPONSES, background)
     services.add(READINESS, ReadinessChecker(services))
     return services
 

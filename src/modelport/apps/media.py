@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from modelport.apps import operator_api
+from modelport.apps import operator_api, people_api
 from modelport.apps.assemble import build_services
 from modelport.apps.factory import base_app, finish_app
 from modelport.apps.text import create_text_app
@@ -23,9 +23,11 @@ from modelport.media.files import routes as file_routes
 from modelport.media.model_docs import render_page
 from modelport.media.reference.routes import page_headers, reference_router
 from modelport.media.tasks import routes as task_routes
+from modelport.scim.app import PREFIX as SCIM_PREFIX
+from modelport.scim.app import create_scim_app
 from modelport.services import Services
 from modelport.settings import Settings, load_settings
-from modelport.team_admin import audit, keys, notifications
+from modelport.team_admin import audit, cache, keys, members, notifications
 from modelport.web.deps import get_services
 
 
@@ -37,14 +39,20 @@ def create_media_app(services: Services | None = None, settings: Settings | None
         app, services, OPERATOR_ROUTERS
     )  # before the tasks' `/{provider}/{model}` routes, which would take /console/x
     app.include_router(reference_router(_text_document(services)))  # /docs, likewise
+    scim_token = services.settings.scim.token()
+    if scim_token is not None:  # SCIM off: no /scim path exists (404)
+        app.mount(SCIM_PREFIX, create_scim_app(services, scim_token))
     # Tasks last: their `POST /{provider}/{model}` must not shadow the fixed routes before them.
     for router in (
         utility.router,
         keys.router,
         operator_api.router,
+        people_api.router,
+        members.router,
         audit.operator_router,
         audit.team_router,
         notifications.router,
+        cache.router,
         file_routes.router,
         asset_routes.router,
         webhook_routes.router,
@@ -80,7 +88,9 @@ def media_errors(method: str, path: str) -> tuple[int, ...]:
         return (402, 409, 413, 429)
     if path == "/api/v1/tasks/{task_id}/cancel":
         return (409,)
-    if path.startswith(("/api/v1/keys", "/api/v1/notifications")) or path == "/api/v1/audit":
+    if path.startswith(("/api/v1/keys", "/api/v1/notifications", "/api/v1/team/members", "/api/v1/team/invitations")):
+        return (403,)
+    if path in ("/api/v1/audit", "/api/v1/cache"):
         return (403,)
     return ()
 

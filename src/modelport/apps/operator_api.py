@@ -7,6 +7,7 @@ every operator route is a 404.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 from decimal import Decimal
 from typing import Any, Literal
@@ -19,9 +20,12 @@ from starlette.responses import Response
 
 from modelport.alerts.views import overview as alert_overview
 from modelport.errors import InvalidParameters
+from modelport.gateway.health_view import deployment_states
+from modelport.gateway.probes import PROBES
 from modelport.money import display_usd
 from modelport.operator.verbs import Operator
 from modelport.retention.stats import read_figures
+from modelport.upstreams.health import DEPLOYMENT_HEALTH
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, operator_auth
 from modelport.web.envelope import ok
@@ -50,6 +54,9 @@ class TeamPatch(_Body):
     log_retention: bool | None = None
     # The team's request-log window in days (fractions allowed; 0: forever; null: the deployment's default).
     log_days: float | None = None
+    # The response cache: off | team | key (docs/api/cache.md), and whether answers with tool calls are stored.
+    cache: str | None = None
+    cache_tool_calls: bool | None = None
 
 
 class KeyFields(_Body):
@@ -64,10 +71,12 @@ class KeyFields(_Body):
     expires_at: Any = None
     allowed_ips: Any = None
     role: Any = None
+    # On creation only: the member whose personal key this is (a team key when absent).
+    owner_user_id: str | None = None
 
     def given(self) -> dict[str, Any]:
         """The fields the client sent (PATCH: a field sent as null clears that limit)."""
-        return {name: getattr(self, name) for name in self.model_fields_set}
+        return {name: getattr(self, name) for name in self.model_fields_set if name != "owner_user_id"}
 
 
 class Topup(_Body):
@@ -110,7 +119,15 @@ async def patch_team(request: Request, team: str, body: TeamPatch) -> Response:
     updated = await op.set_flags(team, asset_service=body.asset_service, log_retention=body.log_retention)
     if "log_days" in body.model_fields_set:  # null is a value here: back to the default window
         updated = await op.set_log_days(team, body.log_days)
+    if body.cache is not None or body.cache_tool_calls is not None:
+        updated = await op.set_cache(team, cache=body.cache, tool_calls=body.cache_tool_calls)
     return ok(updated.to_public())
+
+
+@router.delete("/teams/{team}/cache")
+async def purge_team_cache(request: Request, team: str) -> Response:
+    found, gone = await _operator(request).purge_cache(team)
+    return ok({"team": found.to_public(), "entries_purged": gone})
 
 
 @router.put("/teams/{team}/tier")
@@ -155,7 +172,8 @@ async def ledger(request: Request, team: str, limit: int = 100, before_id: int |
 @router.post("/teams/{team}/keys")
 async def create_key(request: Request, team: str, body: KeyFields | None = None) -> Response:
     fields = body.given() if body else {}
-    created = await _operator(request).create_key(team, fields=fields)
+    owner = body.owner_user_id if body else None
+    created = await _operator(request).create_key(team, fields=fields, owner_user_id=owner)
     return ok(
         {
             "key": created.key,
@@ -221,6 +239,16 @@ async def list_models(request: Request) -> Response:
             "media_models": [m.model_dump(mode="json") for m in snapshot.media.values()],
         }
     )
+
+
+@router.get("/upstreams")
+async def list_upstreams(request: Request) -> Response:
+    """Each text deployment's state as the serving process sees it (docs/api/routing.md)."""
+    services = get_services(request)
+    snapshot = await _operator(request).models()
+    prober = services[PROBES]
+    states = deployment_states(snapshot.text.values(), services[DEPLOYMENT_HEALTH].health(), prober.next_probe)
+    return ok({"process": os.getpid(), "deployments": states})
 
 
 @router.put("/models/{slug:path}")

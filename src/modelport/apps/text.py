@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from modelport.apps.assemble import build_services
 from modelport.apps.factory import HostApp, base_app, finish_app
-from modelport.gateway import count_tokens, models_route, routes, stored_responses
+from modelport.gateway import background_responses, conversations, count_tokens, models_route, routes, stored_responses
 from modelport.gateway.count_tokens import COUNT_PATHS
 from modelport.gateway.dispatch import PROTOCOL_PATHS, ProtocolEntry
 from modelport.gateway.pipeline import TEXT_GATEWAY
@@ -20,6 +20,8 @@ def create_text_app(services: Services | None = None, settings: Settings | None 
     app.include_router(routes.router)
     app.include_router(count_tokens.router)
     app.include_router(stored_responses.router)
+    app.include_router(background_responses.router)
+    app.include_router(conversations.router)
     app.include_router(log_routes.router)
     entry = ProtocolEntry(services[TEXT_GATEWAY])
     return finish_app(app, host="text", extra_errors=text_errors, front=entry, front_paths=PROTOCOL_PATHS)

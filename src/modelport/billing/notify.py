@@ -34,6 +34,7 @@ from modelport.billing.tables import key_spend, notification_marks
 from modelport.clock import now_ms
 from modelport.errors import InvalidParameters, RequestLimited
 from modelport.money import display_usd
+from modelport.storage import sqlite_direct
 from modelport.webhooks import outbox
 from modelport.webhooks.outbox import enqueue
 from modelport.webhooks.registry import event_body, event_types
@@ -120,12 +121,11 @@ def sqlite_would_send(conn: sqlite3.Connection, team_ids: Iterable[str], key_tea
     if not wanted:
         return False
     keyed = set(key_team_ids)
-    marks = ",".join("?" * len(wanted))
     rows = conn.execute(
         "SELECT n.team_id, n.balance_below_micros, n.key_spend_percent, n.balance_low_sent, t.balance_micros,"
         " t.frozen_micros FROM team_notifications n JOIN teams t ON t.id = n.team_id"
-        f" WHERE n.team_id IN ({marks}) AND n.url IS NOT NULL",
-        wanted,
+        f" WHERE n.team_id {sqlite_direct.IN_JSON_LIST} AND n.url IS NOT NULL",
+        (sqlite_direct.json_list(wanted),),
     ).fetchall()
     for team_id, below, percents, low_sent, balance, frozen in rows:
         if below is not None and not low_sent and int(balance) + int(frozen) < int(below):

@@ -239,6 +239,8 @@ _SQLITE_KEY_SETTLE = sqlite_direct.compiled_sql(key_budget.SETTLE)
 SQLITE_ENTRY = sqlite_direct.compiled_sql(insert(ledger_entries), ENTRY_COLUMNS)
 _SQLITE_INSERT_KEYS = sqlite_direct.MultiRowInsert(_SQLITE_INSERT_KEY, ["key", "created_at_ms"])
 _SQLITE_ENTRIES = sqlite_direct.MultiRowInsert(SQLITE_ENTRY, ENTRY_COLUMNS)
+_SQLITE_LIVE_RESERVATIONS = f"SELECT ref FROM credit_reservations WHERE ref {sqlite_direct.IN_JSON_LIST}"
+_SQLITE_CLOSE_RESERVATIONS = f"DELETE FROM credit_reservations WHERE ref {sqlite_direct.IN_JSON_LIST}"
 
 
 def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) -> int:
@@ -254,9 +256,8 @@ def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) ->
     todo = [item for item in batch if item.key in fresh]
     refs = _reservation_refs(todo)
     if refs:
-        wanted = sorted(refs)
-        marks = ",".join("?" * len(wanted))
-        live = {ref for (ref,) in conn.execute(f"SELECT ref FROM credit_reservations WHERE ref IN ({marks})", wanted)}
+        wanted = sqlite_direct.json_list(sorted(refs))
+        live = {ref for (ref,) in conn.execute(_SQLITE_LIVE_RESERVATIONS, (wanted,))}
         todo = _charge_only_if_gone(todo, refs - live)
     moves = _move_params(todo)
     if moves:
@@ -275,7 +276,7 @@ def _write_sqlite(conn: sqlite3.Connection, batch: list[Settlement], at: int) ->
         raise _NeedsEngine
     closed = _closed(todo)
     if closed:
-        conn.execute(f"DELETE FROM credit_reservations WHERE ref IN ({','.join('?' * len(closed))})", closed)
+        conn.execute(_SQLITE_CLOSE_RESERVATIONS, (sqlite_direct.json_list(closed),))
     return len(fresh)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI
 from starlette.middleware.sessions import SessionMiddleware
@@ -16,10 +17,11 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from modelport.console import signin
+from modelport.console import account_links, oidc, profile, signin
 from modelport.console.csrf import verify_csrf
 from modelport.console.errors import CatchUnexpected, install_error_pages
 from modelport.console.form_limits import limit_form
+from modelport.console.oidc_provider import OidcProvider
 from modelport.console.sessions import middleware_options
 from modelport.console.team import ROUTERS as TEAM_ROUTERS
 from modelport.services import Services
@@ -40,9 +42,18 @@ _HEADERS = [
 ]
 
 
+def security_headers(form_targets: Sequence[str] = ()) -> list[tuple[bytes, bytes]]:
+    """The headers of every console response; `form_targets`: origins a form may lead to besides this one
+    (single sign-on's provider: the profile's "Link" form redirects there, and browsers apply `form-action`
+    to a form's redirects too)."""
+    csp = _CSP.replace("form-action 'self'", " ".join(["form-action 'self'", *form_targets]))
+    return [(b"content-security-policy", csp.encode()), *_HEADERS[1:]]
+
+
 class SecurityHeaders:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, form_targets: Sequence[str] = ()) -> None:
         self.app = app
+        self.headers = security_headers(form_targets)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -52,16 +63,23 @@ class SecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 names = {name.lower() for name, _ in message.get("headers", [])}
-                extra = [(n, v) for n, v in _HEADERS if n not in names]
+                extra = [(n, v) for n, v in self.headers if n not in names]
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
 
 
+def _origins(url: str | None) -> tuple[str, ...]:
+    if url is None:
+        return ()
+    parts = urlsplit(url)
+    return (f"{parts.scheme}://{parts.netloc}",)
+
+
 def console_routers(routers: Sequence[APIRouter] = ()) -> tuple[APIRouter, ...]:
     """Every router of the console app, in matching order (the tests walk their routes)."""
-    return (signin.router, *TEAM_ROUTERS, *routers)
+    return (signin.router, oidc.router, account_links.router, profile.router, *TEAM_ROUTERS, *routers)
 
 
 def create_console_app(services: Services, routers: Sequence[APIRouter] = ()) -> FastAPI:
@@ -70,12 +88,16 @@ def create_console_app(services: Services, routers: Sequence[APIRouter] = ()) ->
     checks = [Depends(limit_form), Depends(verify_csrf)]
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, dependencies=checks)
     app.state.services = services
+    settings = services.settings
+    if settings.oidc.enabled:  # one provider client per app: its metadata and keys are cached
+        callback = oidc.callback_url(settings.effective_public_media_url)
+        app.state.oidc = OidcProvider(settings.oidc, callback)
     install_error_pages(app)
     for router in console_routers(routers):
         app.include_router(router)
     app.add_middleware(CatchUnexpected)  # inside the sessions: the 500 page still has the session
     app.add_middleware(SessionMiddleware, **middleware_options(services))
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, form_targets=_origins(settings.oidc.issuer))
     return app
 
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from modelport.console.deps import SignInRequired
+from modelport.console.deps import NoTeam, SignInRequired
 from modelport.console.templating import console_root, render
 from modelport.errors import ServiceError
 
@@ -43,6 +43,7 @@ def error_page(request: Request, status: int, message: str, headers: dict[str, s
         404: "Not found",
         405: "Method not allowed",
         413: "Form too large",
+        410: "Link no longer valid",
         415: "Unsupported form",
         429: "Slow down",
     }
@@ -96,8 +97,16 @@ class CatchUnexpected:
             await error_page(request, 500, "The page failed; the error is in the server's log.")(scope, receive, send)
 
 
+def no_team(request: Request, exc: Exception) -> Response:
+    message = "You are not a member of any team yet: ask a team's owner for an invitation."
+    return render(
+        request, "error.html", {"title": "No team", "status": 403, "message": message, "no_team": True}, status=403
+    )
+
+
 def install_error_pages(app: FastAPI) -> None:
     app.add_exception_handler(SignInRequired, sign_in_redirect)
+    app.add_exception_handler(NoTeam, no_team)
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

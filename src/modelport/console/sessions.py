@@ -31,6 +31,9 @@ COOKIE_PATH = "/console"
 
 TEAM_ID = "team_id"
 KEY_ID = "key_id"
+USER_ID = "user_id"  # a person's session (accounts/users.py): the team they are in is in the session's row
+PENDING_USER = "pending_user"  # password accepted, second factor still to come
+PENDING_AT = "pending_at"
 OPERATOR = "operator"
 SIGNED_IN_AT = "signed_in_at"
 CSRF = "csrf"
@@ -76,7 +79,10 @@ async def _start(request: Request, services: Services, values: dict[str, Any], *
     await end_session(request, services)
     lifetime_ms = services.settings.console.session_max_seconds * 1000
     key_id = values.get(KEY_ID)
-    token = await console_sessions.start(services.db, lifetime_ms=lifetime_ms, team_id=team_id, key_id=key_id)
+    user_id = values.get(USER_ID)
+    token = await console_sessions.start(
+        services.db, lifetime_ms=lifetime_ms, team_id=team_id, key_id=key_id, user_id=user_id
+    )
     request.session.update(values)
     request.session[TOKEN] = token
     request.session[SIGNED_IN_AT] = now_ms()
@@ -85,6 +91,12 @@ async def _start(request: Request, services: Services, values: dict[str, Any], *
 
 async def start_team_session(request: Request, services: Services, team_id: str, key_id: str) -> None:
     await _start(request, services, {TEAM_ID: team_id, KEY_ID: key_id}, team_id=team_id)
+
+
+async def start_person_session(request: Request, services: Services, user_id: str, team_id: str | None) -> None:
+    """A person's session, in `team_id` (their first team; None without one). The session id is new: the
+    browser's earlier session (and any id an attacker planted) ends here."""
+    await _start(request, services, {USER_ID: user_id}, team_id=team_id)
 
 
 def session_token(request: Request) -> str | None:
@@ -138,6 +150,31 @@ async def count_failed_sign_in(request: Request, services: Services, key_tried: 
         f"console:sign-in-fail:key:{_prefix_bucket(key_tried)}",
     ):
         decision = await services.limiters.rate.hit(bucket, limit)
+        if not decision.allowed and (denied is None or decision.retry_after > denied.retry_after):
+            denied = decision
+    if denied is None:
+        return None
+    return RateLimited(
+        f"too many failed sign-in attempts; try again in {denied.retry_after} s",
+        headers={"Retry-After": str(denied.retry_after)},
+    )
+
+
+def _account_bucket(email: str) -> str:
+    return hashlib.sha256(email.strip().lower().encode("utf-8", "replace")).hexdigest()[:24]
+
+
+async def count_failed_person_sign_in(request: Request, services: Services, email: str) -> RateLimited | None:
+    """Count one refused email sign-in (a wrong password or second-factor code) against the account tried
+    and the client address; the RateLimited to answer when either is past `accounts.sign_in_failures` in
+    `accounts.sign_in_window_seconds`. Counted after the check, so a correct credential is never refused."""
+    settings = services.settings.accounts
+    denied = None
+    for bucket in (
+        f"console:person-fail:addr:{client_address(request)}",
+        f"console:person-fail:account:{_account_bucket(email)}",
+    ):
+        decision = await services.limiters.rate.hit(bucket, settings.sign_in_failures, settings.sign_in_window_seconds)
         if not decision.allowed and (denied is None or decision.retry_after > denied.retry_after):
             denied = decision
     if denied is None:

@@ -71,17 +71,29 @@ _env.filters.update(usd=usd, when=when, num=num, day=day)
 # needs: a link a session's key may not follow is not shown).
 TEAM_NAV: tuple[tuple[str, str, str, Permission | None], ...] = (
     ("/", "Overview", "overview", None),
-    ("/keys", "API keys", "keys", Permission.MANAGE_KEYS),
+    ("/keys", "API keys", "keys", Permission.MANAGE_OWN_KEYS),
     ("/usage", "Usage", "usage", None),
     ("/logs", "Request logs", "logs", None),
     ("/tasks", "Tasks", "tasks", None),
-    ("/assets", "Assets", "assets", None),
+    ("/assets", "Assets", "assets", Permission.USE_MEDIA),
     ("/billing", "Billing", "billing", None),
-    ("/webhooks", "Webhook secret", "webhooks", None),
+    ("/webhooks", "Webhook secret", "webhooks", Permission.USE_MEDIA),
+    ("/members", "Members", "members", Permission.VIEW),
     ("/notifications", "Notifications", "notifications", Permission.MANAGE_NOTIFICATIONS),
     ("/audit", "Audit log", "audit", Permission.READ_AUDIT),
 )
-_env.globals.update(team_nav=TEAM_NAV, allows=allows)
+
+
+def nav_allows(auth: Any, needs: Permission | None) -> bool:
+    """Whether the session may open a page needing `needs` (a key's session has no keys of its own)."""
+    if needs is None:
+        return True
+    if needs is Permission.MANAGE_OWN_KEYS and auth.user_id is None:
+        needs = Permission.MANAGE_KEYS
+    return allows(auth.team_role, needs)
+
+
+_env.globals.update(team_nav=TEAM_NAV, allows=allows, nav_allows=nav_allows)
 # The status enums, so templates compare with `TaskStatus.SUCCESS` rather than a spelled-out string.
 _env.globals.update(
     TaskStatus=TaskStatus, RequestStatus=RequestStatus, DeliveryStatus=DeliveryStatus, AttemptOutcome=AttemptOutcome

@@ -93,6 +93,8 @@ class UpstreamKindSpec:
     auth_headers: Callable[[str], dict[str, str]] = lambda key: {"authorization": f"Bearer {key}"}
     #: Path (below the base URL) of the upstream's own input-token counting endpoint, if it has one.
     count_tokens_path: str | None = None
+    #: Path (below the base URL) of the upstream's model list: a free call, what a health probe sends.
+    models_path: str = "/models"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,9 @@ class TokenCount:
     upstream_body: Callable[[dict[str, Any], str], dict[str, Any]]
     #: The count in that endpoint's answer (None: not a count).
     read_count: Callable[[bytes], int | None]
+    #: The request body's required fields (OpenAPI), and the protocol's fields of the answer beside the count.
+    required_fields: tuple[str, ...] = ("model", "messages")
+    answer_fields: Mapping[str, Any] = field(default_factory=dict)
 
 
 class DecodeRequest(Protocol):
@@ -189,6 +194,64 @@ def _never(data: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationWire:
+    """How a protocol with server-kept conversations (Responses' `conversation`, `/v1/conversations`)
+    words them; the gateway keeps the rows (`gateway/conversations.py`)."""
+
+    #: The conversation a request continues (None: none; a bad value is InvalidParameters).
+    conversation_ref: Callable[[dict[str, Any]], str | None]
+    #: A create body -> (metadata, first items); an update body -> metadata; an add body -> items.
+    create_body: Callable[[dict[str, Any]], tuple[dict[str, Any], list[dict[str, Any]]]]
+    update_body: Callable[[dict[str, Any]], dict[str, Any]]
+    add_items_body: Callable[[dict[str, Any]], list[dict[str, Any]]]
+    #: (the request's own input items, response object) -> the items the turn adds to its conversation.
+    turn_items: Callable[[list[Any], dict[str, Any]], list[dict[str, Any]]]
+    #: A new id for an item that has none (or one its conversation has already).
+    new_item_id: Callable[[dict[str, Any]], str]
+    #: (id, created_at_ms, metadata) -> the conversation object; id -> the deletion's answer.
+    conversation_object: Callable[[str, int, dict[str, Any]], dict[str, Any]]
+    deleted: Callable[[str], dict[str, Any]]
+    #: Items just added, as a list body; a page of items (limit, after, order) as a list body.
+    item_list: Callable[[list[dict[str, Any]]], dict[str, Any]]
+    page: Callable[..., dict[str, Any]]
+    unknown_conversation: Callable[[str], Exception]
+    unknown_item: Callable[[str], Exception]
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundWire:
+    """How a protocol with background responses (Responses' `background: true`) words them; the gateway
+    keeps and runs them (`gateway/background_responses.py`)."""
+
+    #: The request asks to run in the background (a bad value is InvalidParameters).
+    asks: Callable[[dict[str, Any]], bool]
+    #: The error for a background request whose answer would not be stored.
+    unstored: Callable[[], Exception]
+    #: The body a background run sends through the gateway (a stream, not in the background).
+    run_body: Callable[[dict[str, Any]], dict[str, Any]]
+    #: (response id, model, the decoded request) -> the response object answered at once (queued).
+    queued: Callable[[str, str, CanonicalRequest], dict[str, Any]]
+    #: (response object, status, error or None) -> the object with that status.
+    with_status: Callable[..., dict[str, Any]]
+    #: A failed run's error, as the response object carries it; the error of a run cut short.
+    error_of: Callable[[Any], dict[str, Any]]
+    interrupted: Callable[[], dict[str, Any]]
+    #: (event data, response id, sequence number) -> the event as the background client sees it.
+    event: Callable[[dict[str, Any], str, int], dict[str, Any]]
+    #: (event name, event data) -> (status, final response object) when the event ends the run.
+    final: Callable[[str | None, dict[str, Any]], tuple[str, dict[str, Any]] | None]
+    #: (failed response object, response id, sequence number) -> (event name, data) ending a failed run's
+    #: stream; (event name, event data) -> the error an in-stream error event reports (None: not one).
+    failed_event: Callable[[dict[str, Any], str, int], tuple[str, dict[str, Any]]]
+    error_in: Callable[[str | None, dict[str, Any]], dict[str, Any] | None]
+    #: The statuses a background response ends in.
+    finished: frozenset[str]
+    #: The errors for cancelling a response that is not a background one, or one finished already.
+    not_background: Callable[[], Exception]
+    finished_already: Callable[[str], Exception]
+
+
+@dataclass(frozen=True, slots=True)
 class ServerState:
     """How a protocol whose clients keep conversation state at the server (Responses: `store`,
     `previous_response_id`) names it; the gateway keeps the state (`gateway/stored_responses.py`)."""
@@ -213,6 +276,10 @@ class ServerState:
     items_page: Callable[[str, list[Any], int, str | None, str], dict[str, Any]]
     #: The answer to a deletion of a kept response.
     deleted: Callable[[str], dict[str, Any]]
+    #: Conversations kept at the server (None: the protocol has none).
+    conversations: ConversationWire | None = None
+    #: Background responses (None: the protocol has none).
+    background: BackgroundWire | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,3 +336,6 @@ class ProtocolCodec:
     model_list_fields: Callable[[list[dict[str, Any]]], dict[str, Any]] = _no_fields
     #: Conversation state kept at the server for this protocol's clients (None: the protocol has none).
     server_state: ServerState | None = None
+    #: Request fields kept in `CanonicalRequest.extras` that cannot change the answer (how it is streamed or
+    #: kept): left out of the response cache's key (`response_cache/key.py`).
+    cache_neutral: frozenset[str] = frozenset()

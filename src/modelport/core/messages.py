@@ -8,6 +8,8 @@ from typing import Any, Literal
 from modelport.core.parts import InputPart, TextPart
 
 Role = Literal["user", "assistant", "tool", "system"]
+# The metadata flag of `CanonicalRequest` fields that say how the answer is delivered, not what it is.
+HOW_DELIVERED = "how_delivered"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -93,8 +95,9 @@ class CanonicalRequest:
     temperature: float | None = None
     top_p: float | None = None
     stop: list[str] = field(default_factory=list)
-    stream: bool = False
-    include_usage: bool = False
+    # How the answer is delivered, not what it is (`HOW_DELIVERED`: the response cache leaves them out of its key).
+    stream: bool = field(default=False, metadata={HOW_DELIVERED: True})
+    include_usage: bool = field(default=False, metadata={HOW_DELIVERED: True})
     n: int | None = None
     reasoning: ReasoningConfig | None = None
     response_format: ResponseFormat | None = None

@@ -17,6 +17,7 @@ from modelport.core.usage import Usage
 from modelport.errors import ServiceError
 from modelport.ratelimit import Lease
 from modelport.requestlog.record import RequestStatus
+from modelport.response_cache import Plan
 from modelport.responses_store.plan import ToKeep
 
 CLIENT_GONE = "client disconnected"
@@ -74,6 +75,11 @@ class RequestContext:
     trace: Any = None
     # A Responses request with `store` true: what to keep of its answer (gateway/stored_responses.py).
     keep: ToKeep | None = None
+    # The team's response cache is on: this request's use of it (gateway/cached.py); None: off.
+    cache: Plan | None = None
+    # The model's fallbacks and context fallbacks this key may use, in order (gateway/fallbacks.py).
+    fallbacks: tuple[TextModel, ...] = ()
+    context_fallbacks: tuple[TextModel, ...] = ()
 
 
 @dataclass(slots=True)
@@ -125,6 +131,8 @@ class Outcome:
     fast: bool = True
     # The request went to an upstream (whatever came back): a client that hangs up then is still billed.
     upstream_called: bool = False
+    # A fallback model answered (billed at its prices, named in the log row); None: the requested model.
+    served: TextModel | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,28 +81,38 @@ for _codec in COUNTING:
             400: {"description": "Invalid request"},
             404: {"description": "Unknown model"},
         },
-        openapi_extra=request_body(_codec, required=["model", "messages"]),
+        openapi_extra=request_body(_codec, required=list(_codec.token_count.required_fields)),
     )
 
 
 async def count_tokens(request: Request, auth: AuthContext, codec: ProtocolCodec, count: TokenCount) -> Response:
     limit_headers = await enforce_query_limit(request, auth)
     body = await read_json_body(request)
-    canonical = count.decode_request(body, request.headers)
     gateway = get_services(request)[TEXT_GATEWAY]
+    if codec.server_state is not None and gateway.responses is not None:
+        # The earlier turns it refers to (`previous_response_id`, a conversation) count as its input.
+        body, _, _ = await gateway.responses.prepare(codec.server_state, auth.team_id, body, b"")
+    canonical = count.decode_request(body, request.headers)
     model = await gateway.resolve_model(canonical.model, auth)
     estimate = estimate_input_tokens(canonical)
     window = model.context_window or DEFAULT_WINDOW_TOKENS
     if (estimate - 16) * CHARS_PER_TOKEN > window * MAX_CHARS_PER_TOKEN:
         # Certainly past the context window: say so, without tokenizing (or sending) megabytes of text.
-        answer = {"input_tokens": estimate, "estimated": True, "over_context_window": True, "context_window": window}
+        answer = {
+            **count.answer_fields,
+            "input_tokens": estimate,
+            "estimated": True,
+            "over_context_window": True,
+            "context_window": window,
+        }
         return JSONBytesResponse(answer, headers=limit_headers)
     forwarded = {h: request.headers[h] for h in FORWARDED_HEADERS if h in request.headers}
     counting = _Counting(codec, count, canonical, body, forwarded)
     exact = await gateway.caller.attempt(model, session_id(request.headers), counting)
     if exact is not None:
-        return JSONBytesResponse({"input_tokens": exact}, headers=limit_headers)
-    return JSONBytesResponse({"input_tokens": estimate, "estimated": True}, headers=limit_headers)
+        return JSONBytesResponse({**count.answer_fields, "input_tokens": exact}, headers=limit_headers)
+    answer = {**count.answer_fields, "input_tokens": estimate, "estimated": True}
+    return JSONBytesResponse(answer, headers=limit_headers)
 
 
 class _Counting(Attempt[int | None]):

@@ -12,6 +12,7 @@ from modelport.gateway.context import Outcome, Refusal, RequestContext
 from modelport.requestlog.payloads import PayloadPolicy
 from modelport.requestlog.record import LogRecord, RequestStatus
 from modelport.requestlog.writer import RequestLogWriter
+from modelport.response_cache import Result
 
 UNKNOWN = "unknown"
 
@@ -40,11 +41,16 @@ class RequestLogSink:
                 cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
                 cost_micros=priced.cost_micros,
                 price_tier=priced.tier if usage else None,
+                served_model=outcome.served.id if outcome.served is not None else None,
                 svc_user_id=ctx.svc_user_id,
                 session_id=ctx.session_id,
                 input=self._retain.payload(ctx.body) if keep else None,
                 result=self._result(ctx, outcome) if keep and outcome.result is not None else None,
                 key_id=ctx.auth.key_id,
+                cache=None if ctx.cache is None else ctx.cache.result,
+                cache_saved_micros=_saved(ctx),
+                previous_response_id=ctx.keep.previous_id if ctx.keep is not None else None,
+                conversation_id=ctx.keep.conversation_id if ctx.keep is not None else None,
             )
         )
 
@@ -72,6 +78,12 @@ class RequestLogSink:
                 key_id=auth.key_id,
             )
         )
+
+
+def _saved(ctx: RequestContext) -> int | None:
+    """What a response cache hit saved (None: not a hit)."""
+    plan = ctx.cache
+    return plan.saved_micros if plan is not None and plan.result == Result.HIT else None
 
 
 def _result(ctx: RequestContext, result: Any) -> Any:

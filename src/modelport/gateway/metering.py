@@ -203,6 +203,50 @@ class Metering:
             counted=counted,
         )
 
+    async def admit_hit(self, ctx: RequestContext, cost_micros: int) -> Admission:
+        """Admit an answer from the response cache: it counts toward the team's and the key's requests per
+        minute but not their tokens, holds no in-flight slot (no upstream is called) and holds exactly its
+        cost (none when hits are free); refused like `admit`."""
+        tier = self._settings.tier(ctx.auth.tier)
+        team = ctx.auth.team_id
+        decision = await self._limiters.rate.hit(f"team:{team}:inference", tier.inference_rpm)
+        headers = rate_limit_headers(decision)
+        if not decision.allowed:
+            limited = rate_limited_error(decision, f"inference rate limit of {tier.inference_rpm} requests per minute")
+            self._log_refusal(ctx, limited.status, limited.text_message)
+            raise limited
+        limits = ctx.auth.limits
+        if limits is not None and limits.rpm is not None:
+            await self._rate(
+                ctx,
+                key_rpm_limiter_key(ctx.auth.key_id),
+                limits.rpm,
+                1,
+                "this API key's rate limit of {} requests per minute",
+            )
+        if cost_micros <= 0:
+            return Admission(held_micros=0, output_cap=None, headers=headers, tpm_tokens=0)
+        try:
+            key = None if limits is None else key_hold(ctx.auth.key_id, limits, now_ms())
+            allocation = await self._credit.admit(team, cost_micros, key)
+        except KeyBudgetShort:
+            spent = InsufficientQuota(
+                "Insufficient balance: the API key's spend limit is reached",
+                code="key_budget_exceeded",
+                headers=headers,
+            )
+            self._log_refusal(ctx, spent.status, spent.text_message)
+            raise spent from None
+        if allocation is None:
+            poor = InsufficientQuota(
+                "Insufficient balance: top up the team's balance to use this model",
+                code="insufficient_quota",
+                headers=headers,
+            )
+            self._log_refusal(ctx, poor.status, poor.text_message)
+            raise poor
+        return Admission(held_micros=cost_micros, output_cap=None, headers=headers, tpm_tokens=0, allocation=allocation)
+
     async def _rate(
         self,
         ctx: RequestContext,
@@ -267,7 +311,8 @@ class Metering:
         usage = billed_usage(ctx, outcome)
         if usage is None:
             return None, UNPRICED
-        return usage, price_usage(usage, ctx.model.prices, anthropic=_anthropic(ctx, outcome))
+        prices = (outcome.served or ctx.model).prices  # a fallback model that served: its prices
+        return usage, price_usage(usage, prices, anthropic=_anthropic(ctx, outcome))
 
     def settle(self, ctx: RequestContext, outcome: Outcome, usage: Usage | None, priced: Priced) -> None:
         """Settle and log the request (once) at the price `price` gave: limiter counts corrected, the hold

@@ -21,12 +21,15 @@ from modelport.accounts.auth import AuthContext
 from modelport.catalog import CatalogStore
 from modelport.catalog_spec import TextModel
 from modelport.clock import now_ms
-from modelport.core.codec import ProtocolCodec
+from modelport.core.codec import BackgroundWire, ProtocolCodec
 from modelport.core.json_depth import MAX_JSON_DEPTH, nests_deeper_than
 from modelport.errors import InvalidParameters, NotFound, ServiceError
 from modelport.gateway.answer import BodyAnswer, Chunks, StreamAnswer
+from modelport.gateway.background_responses import BackgroundResponses
+from modelport.gateway.cached import CachedAnswers
 from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import CLIENT_GONE, Admission, Outcome, Refusal, Relayed, RequestContext, Timings
+from modelport.gateway.fallbacks import resolve_fallbacks
 from modelport.gateway.headers import SVC_HEADERS, pick_headers, session_id, svc_user_id
 from modelport.gateway.live_streams import LiveStreams
 from modelport.gateway.metering import Metering
@@ -88,8 +91,12 @@ class TextGateway:
         metering: Metering,
         own_media: OwnMedia,
         responses: StoredResponses | None = None,
+        cached: CachedAnswers | None = None,
+        background: BackgroundResponses | None = None,
     ) -> None:
         self.catalog = catalog
+        self.background = background  # `background: true` Responses (None: the field is ignored)
+        self.cached = cached  # the response cache's hooks (teams whose cache is on)
         self.responses = responses
         self.own_media = own_media
         self.caller = caller
@@ -117,10 +124,34 @@ class TextGateway:
         timings = Timings(arrived=time.perf_counter())
         auth = await text_auth(request)
         started_ms = now_ms()
-        body: dict[str, Any] | None = None
         try:
             body, raw = await read_json_body_raw(request)
+        except ServiceError as exc:
+            self.metering.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, None, started_ms, exc))
+            raise
+        return await self.handle_body(request, codec, auth, body, raw, started_ms=started_ms, timings=timings)
+
+    async def handle_body(
+        self,
+        request: Request,
+        codec: ProtocolCodec,
+        auth: AuthContext,
+        body: dict[str, Any],
+        raw: bytes,
+        *,
+        started_ms: int | None = None,
+        timings: Timings | None = None,
+    ) -> BodyAnswer | StreamAnswer:
+        """A request whose key and body are known (`handle`; a background response's run, which comes with
+        its key's context)."""
+        timings = timings or Timings(arrived=time.perf_counter())
+        started_ms = now_ms() if started_ms is None else started_ms
+        original = body
+        try:
             keep = None
+            background = self._background_wire(codec, body)
+            if background is not None and codec.server_state is not None and not codec.server_state.keeps(body):
+                raise background.unstored()
             if codec.server_state is not None and self.responses is not None:
                 # Responses: `previous_response_id` resolved (its items before the input), `store` read.
                 body, raw, keep = await self.responses.prepare(codec.server_state, auth.team_id, body, raw)
@@ -128,15 +159,37 @@ class TextGateway:
             ctx.raw_body = raw
             if keep is not None:
                 ctx.keep = keep
-                # Echoed in the response the gateway makes (`store`, `previous_response_id`), never sent on.
-                ctx.canonical.extras["_stored"] = True
+                # Echoed in the response the gateway makes (`store`, `previous_response_id`, `conversation`),
+                # never sent on.
+                if keep.store:
+                    ctx.canonical.extras["_stored"] = True
                 if keep.previous_id is not None:
                     ctx.canonical.extras["_previous_response_id"] = keep.previous_id
+                if keep.conversation_id is not None:
+                    ctx.canonical.extras["_conversation_id"] = keep.conversation_id
         except ServiceError as exc:
             # Refused before routing (bad body or headers, unknown model): still one log row.
             self.metering.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))
             raise
+        if background is not None and self.background is not None:
+            # Checked like any request (body, chain, model); run later, by the task workers.
+            rid = codec.response_id_prefix + ctx.request_id.removeprefix("req_")
+            return await self.background.create(
+                request_id=ctx.request_id,
+                auth=auth,
+                body=original,
+                headers=pick_headers(request.scope["headers"], READ_HEADERS),
+                queued=background.queued(rid, ctx.canonical.model, ctx.canonical),
+            )
         return await self._run(request, ctx, timings)
+
+    def _background_wire(self, codec: ProtocolCodec, body: dict[str, Any]) -> BackgroundWire | None:
+        """The protocol's background wire when this request asks to run in the background."""
+        state = codec.server_state
+        wire = state.background if state is not None else None
+        if wire is None or self.background is None or not wire.asks(body):
+            return None
+        return wire
 
     async def _context(
         self,
@@ -151,7 +204,7 @@ class TextGateway:
         session = session_id(picked)
         canonical = codec.decode_request(body, picked)
         model = await self.resolve_model(canonical.model, auth)
-        return RequestContext(
+        ctx = RequestContext(
             request_id=request.state.request_id,
             endpoint=codec.route.endpoint,
             codec=codec,
@@ -166,8 +219,15 @@ class TextGateway:
             started_ms=started_ms,
             trace=tracing.current(),
         )
+        if model.fallbacks or model.context_fallbacks:
+            ctx.fallbacks, ctx.context_fallbacks = await resolve_fallbacks(self.catalog, model, auth)
+        return ctx
 
     async def _run(self, request: Request, ctx: RequestContext, timings: Timings) -> BodyAnswer | StreamAnswer:
+        if self.cached is not None and ctx.auth.cache != "off":
+            hit = await self.cached.answer(request, ctx)  # a hit is admitted, answered and settled there
+            if hit is not None:
+                return hit
         # Cheap refusals first: limits and balance before reading any of our own media from storage.
         admission = await (self.metering.admit(ctx) if ctx.trace is None else _traced_admission(self.metering, ctx))
         ctx.admission = admission
@@ -255,6 +315,8 @@ class TextGateway:
             settle = _settled
         # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
+        if ctx.cache is not None and self.cached is not None:
+            self.cached.keep(ctx, outcome, cost)  # stored only when it ended well
         return settle
 
 
@@ -289,6 +351,7 @@ def _outcome(
         deployment_kind=call.candidate.deployment.kind if call is not None else None,
         fast=call.fast if call is not None else True,
         upstream_called=timings.first_attempt > 0,
+        served=call.served if call is not None else None,
     )
 
 

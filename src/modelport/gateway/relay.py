@@ -117,6 +117,11 @@ class _Keeper:
             self.accumulator.feed(item)
 
 
+def _answer_model(ctx: RequestContext, call: OpenCall) -> str:
+    """The model the answer names: the one the client asked for, or the fallback model that served."""
+    return ctx.canonical.model if call.served is None else call.served.id
+
+
 def _json_body(payload: bytes) -> Any:
     try:
         return orjson.loads(payload)
@@ -129,22 +134,22 @@ def _json_body(payload: bytes) -> Any:
 
 def fast_body(ctx: RequestContext, call: OpenCall, payload: bytes) -> tuple[bytes, Relayed]:
     """The upstream body as is but for `model` (the client's id); usage read from it."""
-    parsed = _json_body(payload)
+    parsed = call.parsed if call.parsed is not None else _json_body(payload)
     relayed = Relayed()
     if isinstance(parsed, dict):
         relayed.usage = ctx.codec.usage_from_body(parsed)
         relayed.result = parsed
-    return ModelNamer(ctx.canonical.model).body(payload, parsed), relayed
+    return ModelNamer(_answer_model(ctx, call)).body(payload, parsed), relayed
 
 
 def translated_body(ctx: RequestContext, call: OpenCall, payload: bytes, response_id: str) -> tuple[bytes, Relayed]:
-    parsed = _json_body(payload)
+    parsed = call.parsed if call.parsed is not None else _json_body(payload)
     if not isinstance(parsed, dict):
         raise UpstreamError("the upstream answered with an unexpected body")
     canonical: CanonicalResponse = call.upstream_codec.decode_response(parsed)
     canonical.id = response_id
-    canonical.model = ctx.canonical.model
-    encoded = ctx.codec.encode_response(canonical, ctx.canonical.model, request=ctx.canonical)
+    canonical.model = _answer_model(ctx, call)
+    encoded = ctx.codec.encode_response(canonical, canonical.model, request=ctx.canonical)
     return orjson.dumps(encoded), Relayed(usage=canonical.usage, result=encoded)
 
 
@@ -156,13 +161,14 @@ async def _fast_stream(
 ) -> AsyncGenerator[bytes, None]:
     parser = SSEParser()
     sniffer = ctx.codec.usage_sniffer()
-    namer = ModelNamer(ctx.canonical.model)
+    namer = ModelNamer(_answer_model(ctx, call))
     codec = ctx.codec
     relayed = Relayed()
     ended = errored = False
     assert call.reply.chunks is not None
     # Only teams that keep payloads pay for decoding the relayed stream on the side.
-    keeper = _Keeper(ctx) if ctx.auth.log_retention else None
+    # The same for a stream the team's response cache may store.
+    keeper = _Keeper(ctx) if ctx.auth.log_retention or (ctx.cache is not None and ctx.cache.writes) else None
     async with _relaying(call, relayed, relay):
         try:
             try:
@@ -194,7 +200,7 @@ async def _fast_stream(
             except UpstreamStreamBroken:
                 ended = False
             if not ended and not errored:
-                encoder = ctx.codec.stream_encoder(ctx.canonical.model, ctx.request_id, False)
+                encoder = ctx.codec.stream_encoder(_answer_model(ctx, call), ctx.request_id, False)
                 yield encoder.error(_cut(call, relayed))
         finally:
             relayed.usage = sniffer.usage
@@ -208,7 +214,7 @@ async def _translated_stream(
     parser = SSEParser()
     decoder = call.upstream_codec.stream_decoder()
     encoder = ctx.codec.stream_encoder(
-        ctx.canonical.model, response_id, ctx.canonical.include_usage, request=ctx.canonical
+        _answer_model(ctx, call), response_id, ctx.canonical.include_usage, request=ctx.canonical
     )
     accumulator = StreamAccumulator()
     relayed = Relayed(result=accumulator)

@@ -26,8 +26,10 @@ from starlette.responses import Response
 from modelport.core.codec import ProtocolCodec, ServerState
 from modelport.core.sse import SSEParser
 from modelport.errors import NotFound
+from modelport.gateway import background_responses
 from modelport.gateway.answer import Chunks
 from modelport.protocols import CODECS
+from modelport.responses_store.conversations import ConversationStore
 from modelport.responses_store.items import DEFAULT_PAGE, MAX_PAGE, chained_items
 from modelport.responses_store.plan import ToKeep
 from modelport.responses_store.store import ResponseStore
@@ -52,27 +54,42 @@ STORED_RESPONSES: ServiceKey[StoredResponses] = ServiceKey("stored responses")
 
 
 class StoredResponses:
-    def __init__(self, store: ResponseStore) -> None:
+    def __init__(self, store: ResponseStore, conversations: ConversationStore) -> None:
         self.store = store
+        self.conversations = conversations
 
     async def prepare(
         self, state: ServerState, team_id: str, body: dict[str, Any], raw: bytes
     ) -> tuple[dict[str, Any], bytes, ToKeep | None]:
-        """The body to decode and forward (the chain's items before the input when it refers to an earlier
-        response; 404 for one the team does not have) and what to keep of the answer (None: nothing)."""
+        """The body to decode and forward (the earlier items before the input when it refers to an earlier
+        response or a conversation; 404 for one the team does not have) and what the request refers to and
+        keeps of the answer (None: nothing)."""
         previous = state.previous_id(body)
+        wire = state.conversations
+        conversation = wire.conversation_ref(body) if wire is not None else None
         own = state.input_items(body)
+        earlier: list[Any] | None = None
         if previous is not None:
             chain = await self.store.chain(team_id, previous)
             if chain is None:
                 raise state.unknown_previous(previous)
-            body = state.chain(body, chained_items(chain, state.output_items))
+            earlier = chained_items(chain, state.output_items)
+        elif conversation is not None and wire is not None:
+            earlier = await self.conversations.items(team_id, conversation, touch=True)
+            if earlier is None:
+                raise wire.unknown_conversation(conversation)
+        if earlier is not None:
+            body = state.chain(body, earlier)
             raw = orjson.dumps(body)
-        keep = ToKeep(team_id, previous, own) if state.keeps(body) else None
-        return body, raw, keep
+        store = state.keeps(body)
+        if not store and previous is None and conversation is None:
+            return body, raw, None
+        return body, raw, ToKeep(team_id, previous, own, store=store, conversation_id=conversation)
 
     async def keep_body(self, state: ServerState, keep: ToKeep, content: bytes) -> None:
         """Keep a whole answer (before it is sent)."""
+        if not keep.saves:
+            return
         try:
             response = orjson.loads(content)
         except orjson.JSONDecodeError:
@@ -82,14 +99,19 @@ class StoredResponses:
 
     def keeping(self, state: ServerState, chunks: Chunks, keep: ToKeep) -> Chunks:
         """The stream's chunks, its final response kept before the chunk that carries it is relayed."""
-        return _KeptStream(self, state, chunks, keep)
+        return _KeptStream(self, state, chunks, keep) if keep.saves else chunks
 
     async def _save(self, state: ServerState, keep: ToKeep, response: dict[str, Any]) -> None:
         rid = state.response_id(response)
         if rid is None:
             return
         try:
-            await self.store.save(keep.team_id, rid, keep.previous_id, keep.input_items, response)
+            if keep.store:
+                await self.store.save(keep.team_id, rid, keep.previous_id, keep.input_items, response)
+            wire = state.conversations
+            if keep.conversation_id is not None and wire is not None:
+                added = wire.turn_items(keep.input_items, response)
+                await self.conversations.append(keep.team_id, keep.conversation_id, added, wire.new_item_id)
         except Exception:
             log.exception("keeping response %s failed", rid)
 
@@ -140,9 +162,20 @@ def _store(request: Request) -> ResponseStore:
 
 
 @router.get(_PATH, summary="Get a stored response")
-async def get_response(request: Request, response_id: str) -> Response:
+async def get_response(
+    request: Request,
+    response_id: str,
+    stream: bool = False,
+    starting_after: Annotated[int | None, Query(ge=-1)] = None,
+) -> Response:
+    """A stored response; a background one as it is now (`stream`: its events after `starting_after`)."""
     auth = await text_auth(request)
     headers = await enforce_query_limit(request, auth)
+    running = await background_responses.answer_get(
+        request, auth, response_id, stream=stream, starting_after=starting_after
+    )
+    if running is not None:
+        return running
     stored = await _store(request).get(auth.team_id, response_id)
     if stored is None:
         raise _not_found(response_id)
@@ -169,6 +202,8 @@ async def list_input_items(
 async def delete_response(request: Request, response_id: str) -> Response:
     auth = await text_auth(request)
     headers = await enforce_query_limit(request, auth)
-    if not await _store(request).delete(auth.team_id, response_id):
+    kept = await _store(request).delete(auth.team_id, response_id)
+    ran = await get_services(request)[background_responses.BACKGROUND_RESPONSES].store.delete(auth.team_id, response_id)
+    if not (kept or ran):
         raise _not_found(response_id)
     return JSONBytesResponse(STATE.deleted(response_id), headers=headers)

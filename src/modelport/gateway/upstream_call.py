@@ -1,13 +1,14 @@
 """Opening the upstream call of a text request: the request's `Attempt` (`attempts.py`, the one attempt
 loop) builds the body for each deployment in turn; the loop falls back on failure.
 
-Fallback happens only before the client has seen a byte: once a deployment answers 200 the answer is
-committed. Same-protocol deployments take the fast path (the client's body with only `model` changed);
-others get the request translated from the canonical form.
+Fallback happens only before the client has seen a byte: once a deployment's 200 has shown its first
+content (`first_byte.py`) the answer is committed. Same-protocol deployments take the fast path (the
+client's body with only `model` changed); others get the request translated from the canonical form.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass
@@ -19,10 +20,14 @@ from modelport.core.codec import ProtocolCodec
 from modelport.errors import ModelUnavailable
 from modelport.gateway.attempts import Attempt, attempt_each
 from modelport.gateway.context import RequestContext, Timings
+from modelport.gateway.fallbacks import request_plan
+from modelport.gateway.first_byte import NotAnswered, judge_body, judge_stream
 from modelport.gateway.model_name import splice_request_model
 from modelport.gateway.routing import Candidate, DeploymentRouter
 from modelport.gateway.upstream_errors import exhausted_error
 from modelport.metrics import (
+    FALLBACKS,
+    UPSTREAM_ATTEMPTS,
     UPSTREAM_DURATION,
     UPSTREAM_ERRORS,
     UPSTREAM_REQUESTS,
@@ -33,7 +38,7 @@ from modelport.metrics import (
 from modelport.metrics import enabled as metrics_enabled
 from modelport.upstreams.kinds import auth_headers, codec_of, deployment_max_output, spec_of
 from modelport.upstreams.pool import UpstreamPool
-from modelport.upstreams.transport import UpstreamReply
+from modelport.upstreams.transport import UpstreamReply, UpstreamUnreachable
 
 T = TypeVar("T")
 
@@ -50,6 +55,10 @@ class OpenCall:
     strip_usage_chunk: bool
     # The answered attempt's tracing span (None when tracing is off), ended with the answer by the pipeline.
     span: Any = None
+    # A whole body, parsed while judging it (`first_byte.judge_body`); None for a stream.
+    parsed: dict[str, Any] | None = None
+    # The fallback model that answered (None: the requested one did).
+    served: TextModel | None = None
 
 
 _OFF = ("", "", "")  # the labels while metrics and tracing are off (every metric's `labels` then records nothing)
@@ -83,7 +92,7 @@ class UpstreamCaller:
     async def open(self, ctx: RequestContext, timings: Timings) -> OpenCall:
         """The first deployment to answer 200. Times go to `timings` as they happen (an attempt made counts
         even when the client hangs up before an answer: `timings.first_attempt`)."""
-        candidates = self.router.plan(ctx.model, ctx.session_id)
+        candidates = request_plan(self.router, ctx)
         return await attempt_each(self.router, self.pool, candidates, _Opening(ctx, timings))
 
     async def attempt(self, model: TextModel, session_id: str | None, attempt: Attempt[T]) -> T:
@@ -95,7 +104,19 @@ class _Opening(Attempt[OpenCall]):
     """The attempt of a text request: the deployment's body and headers (fast path or translated), metrics
     and an upstream span per attempt, times in the request's `Timings`; failures count in health."""
 
-    __slots__ = ("_codec", "_ctx", "_fast", "_labelled", "_labels", "_metered", "_sent", "_span", "_strip", "_timings")
+    __slots__ = (
+        "_codec",
+        "_ctx",
+        "_deadline",
+        "_fast",
+        "_labelled",
+        "_labels",
+        "_metered",
+        "_sent",
+        "_span",
+        "_strip",
+        "_timings",
+    )
     counts_in_health = True
 
     def __init__(self, ctx: RequestContext, timings: Timings) -> None:
@@ -110,6 +131,7 @@ class _Opening(Attempt[OpenCall]):
         self._labels = _OFF
         self._span: Any = None
         self._sent = 0.0
+        self._deadline: float | None = None  # loop time of the attempt's first-byte timeout (None: none)
 
     def codec(self, candidate: Candidate) -> ProtocolCodec:
         return self._codec
@@ -119,17 +141,29 @@ class _Opening(Attempt[OpenCall]):
         deployment = candidate.deployment
         codec = self._codec = codec_of(deployment)
         fast = self._fast = codec is ctx.codec and not ctx.rewritten
-        body, self._strip, raw = _body(ctx, deployment, codec, fast)
+        model = candidate.model or ctx.model
+        body, self._strip, raw = _body(ctx, model, deployment, codec, fast)
         headers = _headers(ctx, deployment, codec, pool)
         # Labels only for metrics or tracing (both off unless configured).
         labels = self._labels = (
-            (provider_of(ctx.model.id), ctx.model.id, deployment_label(candidate.key)) if self._labelled else _OFF
+            (provider_of(model.id), model.id, deployment_label(candidate.key)) if self._labelled else _OFF
         )
         span = self._span = None if ctx.trace is None else _upstream_span(ctx, labels, fast)
         tracing.inject(span, headers, ctx.headers)  # our span's trace context, or the client's as it came
         sent = self._sent = time.perf_counter()
         timings.first_attempt = timings.first_attempt or sent
-        reply = await pool.transport(deployment).send(body, headers, stream=ctx.stream, raw=raw)
+        transport = pool.transport(deployment)
+        first_byte = deployment.first_byte_timeout_seconds
+        if first_byte is None:
+            self._deadline = None
+            reply = await transport.send(body, headers, stream=ctx.stream, raw=raw)
+        else:
+            deadline = self._deadline = asyncio.get_running_loop().time() + first_byte
+            try:
+                async with asyncio.timeout_at(deadline):
+                    reply = await transport.send(body, headers, stream=ctx.stream, raw=raw)
+            except TimeoutError:
+                raise UpstreamUnreachable(f"no answer within the first-byte timeout ({first_byte:g} s)") from None
         if self._metered:
             UPSTREAM_TTFB.labels(*labels).observe(time.perf_counter() - sent)
             UPSTREAM_REQUESTS.labels(*labels, str(reply.status)).inc()
@@ -142,8 +176,26 @@ class _Opening(Attempt[OpenCall]):
         tracing.end(self._span, error="unreachable")
 
     async def answered(self, candidate: Candidate, reply: UpstreamReply) -> OpenCall:
+        parsed = None
+        if reply.chunks is not None:
+            await judge_stream(reply, self._codec, self._deadline)
+        else:
+            parsed = judge_body(reply, self._codec)
         self._timings.upstream_sent = self._sent
-        return OpenCall(candidate, self._fast, self._codec, reply, self._strip, self._span)
+        served = candidate.model if candidate.model is not None and candidate.model is not self._ctx.model else None
+        if served is not None and self._metered:
+            FALLBACKS.labels(self._ctx.model.id, served.id).inc()
+        return OpenCall(candidate, self._fast, self._codec, reply, self._strip, self._span, parsed, served)
+
+    def tried(self, calls: int) -> None:
+        if self._metered and calls:
+            model = self._ctx.model.id
+            UPSTREAM_ATTEMPTS.labels(provider_of(model), model).observe(calls)
+
+    def broke(self, candidate: Candidate, error: NotAnswered) -> None:
+        UPSTREAM_ERRORS.labels(*self._labels, "broken_answer").inc()
+        self._timings.upstream_waited += time.perf_counter() - self._sent
+        tracing.end(self._span, error=error.message)
 
     async def refused(self, candidate: Candidate, reply: UpstreamReply) -> bytes:
         labels = self._labels
@@ -167,7 +219,7 @@ class _Opening(Attempt[OpenCall]):
 
 
 def _body(
-    ctx: RequestContext, deployment: Deployment, codec: ProtocolCodec, fast: bool
+    ctx: RequestContext, model: TextModel, deployment: Deployment, codec: ProtocolCodec, fast: bool
 ) -> tuple[dict[str, Any], bool, bytes | None]:
     """The upstream body, whether the relay must drop an unasked usage chunk, and the exact bytes to send
     when the body is the client's own but for `model` (None: serialise the body)."""
@@ -183,7 +235,7 @@ def _body(
             canonical = dataclasses.replace(canonical, max_output_tokens=min(cap, canonical.max_output_tokens or cap))
         elif canonical.max_output_tokens is None and codec.requires_output_cap:
             # The upstream protocol needs a cap the client did not give: the model's maximum output.
-            canonical = dataclasses.replace(canonical, max_output_tokens=deployment_max_output(ctx.model, deployment))
+            canonical = dataclasses.replace(canonical, max_output_tokens=deployment_max_output(model, deployment))
         body = codec.encode_request(canonical, deployment.model)
         body["stream"] = ctx.stream
     strip_usage = codec.prepare_upstream_body(body, stream=ctx.stream, fast=fast)

@@ -30,6 +30,9 @@ from modelport.billing.topups import TopupResult, topup_team
 from modelport.catalog import CatalogSnapshot, CatalogStore, read_snapshot
 from modelport.catalog_spec import MediaModel, TextModel
 from modelport.errors import InvalidParameters
+from modelport.response_cache import RESPONSE_CACHE
+from modelport.response_cache.controls import CacheMode, check_mode
+from modelport.response_cache.store import CacheStore
 from modelport.services import Services
 from modelport.settings import TierSettings
 
@@ -75,10 +78,18 @@ class Operator:
     auth: Authenticator | None = None
     catalog: CatalogStore | None = None
     actor: Actor | None = None  # who acts: every change records an audit event (accounts/audit.py)
+    # The response cache's store: a team's entries are purged when its cache is turned off.
+    cache: CacheStore | None = None
 
     @classmethod
     def for_services(cls, services: Services, actor: Actor) -> Operator:
-        return cls(services.db, services.settings.tiers, auth=services.auth, catalog=services.catalog, actor=actor)
+        try:
+            cache: CacheStore | None = services[RESPONSE_CACHE].store
+        except LookupError:
+            cache = None
+        return cls(
+            services.db, services.settings.tiers, auth=services.auth, catalog=services.catalog, actor=actor, cache=cache
+        )
 
     def _access_changed(self) -> None:
         if self.auth is not None:
@@ -104,6 +115,34 @@ class Operator:
         updated = await accounts.update_team(self.engine, ref, actor=self.actor, **changes)
         self._access_changed()
         return updated
+
+    async def set_cache(self, ref: str, *, cache: str | None = None, tool_calls: bool | None = None) -> Team:
+        """The team's response cache (off | team | key) and whether answers with tool calls are stored;
+        turned off, its stored answers are purged at once."""
+        changes: dict[str, Any] = {}
+        if cache is not None:
+            changes["cache"] = check_mode(cache).value
+        if tool_calls is not None:
+            changes["cache_tool_calls"] = tool_calls
+        if not changes:
+            return await self.team(ref)
+        updated = await accounts.update_team(self.engine, ref, actor=self.actor, **changes)
+        self._access_changed()
+        if updated.cache == CacheMode.OFF and cache is not None:
+            await self._purge(updated.id)
+        return updated
+
+    async def purge_cache(self, ref: str) -> tuple[Team, int]:
+        """Remove every stored answer of the team; how many there were."""
+        found = await accounts.get_team(self.engine, ref)
+        gone = await self._purge(found.id)
+        async with self.engine.begin() as conn:
+            after = {"entries_purged": gone}
+            await audit.record(conn, self.actor, "team.cache_purge", team_id=found.id, target=found.id, after=after)
+        return found, gone
+
+    async def _purge(self, team_id: str) -> int:
+        return 0 if self.cache is None else await self.cache.purge(team_id)
 
     async def set_log_days(self, ref: str, days: float | str | None) -> Team:
         """The team's own request-log window in days (fractions allowed; 0: forever; None: the default)."""
@@ -156,11 +195,19 @@ class Operator:
     # Keys
 
     async def create_key(
-        self, ref: str, *, name: str | None = None, fields: dict[str, Any] | None = None
+        self,
+        ref: str,
+        *,
+        name: str | None = None,
+        fields: dict[str, Any] | None = None,
+        owner_user_id: str | None = None,
     ) -> CreatedKey:
-        """A new key; `fields`: its limits and role by their public names (accounts.limits.KEY_FIELDS)."""
+        """A new key; `fields`: its limits and role by their public names (accounts.limits.KEY_FIELDS).
+        A team key unless `owner_user_id` names the member whose personal key it is."""
         name = _text(name, param="name", limit=MAX_KEY_NAME)
-        return await accounts.create_key(self.engine, ref, name=name or None, fields=fields, actor=self.actor)
+        return await accounts.create_key(
+            self.engine, ref, name=name or None, fields=fields, actor=self.actor, owner_user_id=owner_user_id
+        )
 
     async def update_key(self, key_id: str, fields: dict[str, Any]) -> ApiKey:
         """Change a key's name, limits or role; every process sees it within `auth_cache_seconds`."""

@@ -16,17 +16,20 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
+from modelport.accounts import totp_secrets
 from modelport.billing import reservations
 from modelport.billing.rates import log_derived_cache_prices
 from modelport.billing.settlement import prune_settlement_keys
 from modelport.billing.topups import topup_team
 from modelport.catalog import import_catalog, load_catalog_file, read_snapshot
 from modelport.errors import NotFound
+from modelport.secret_box import UnreadableSecret
+from modelport.secret_box import secret_box as generic_box
 from modelport.services import ensure_secret_key
 from modelport.settings import Settings
 from modelport.storage.db import create_engine
 from modelport.storage.schema_version import schema_state, sqlite_state
-from modelport.webhooks.secret_box import UnreadableSecret, secret_box
+from modelport.webhooks.secret_box import secret_box
 from modelport.webhooks.secrets import reseal_all
 
 log = logging.getLogger("modelport.bootstrap")
@@ -175,7 +178,7 @@ async def prepare(engine: AsyncEngine, settings: Settings, *, demo: bool = True)
         # Reservations of processes that died (their lease ran out); every process also sweeps periodically.
         await reservations.sweep(engine)
         await prune_settlement_keys(engine)
-        await _reseal_webhook_secrets(engine, settings)
+        await _reseal_secrets(engine, settings)
         return await ensure_demo_team(engine, settings) if demo else None
 
 
@@ -190,17 +193,20 @@ async def _check_operator_url(settings: Settings) -> None:
         raise StartupError(str(exc)) from exc
 
 
-async def _reseal_webhook_secrets(engine: AsyncEngine, settings: Settings) -> None:
-    """Webhook secrets stored in plain text (before encryption at rest) or under the previous secret key
-    are sealed under the current one."""
+async def _reseal_secrets(engine: AsyncEngine, settings: Settings) -> None:
+    """Webhook and TOTP secrets stored in plain text (before encryption at rest) or under the previous secret
+    key are sealed under the current one."""
     previous = settings.previous_secret_key
-    box = secret_box(ensure_secret_key(settings), previous.get_secret_value() if previous else None)
+    current, before = ensure_secret_key(settings), previous.get_secret_value() if previous else None
     try:
-        changed = await reseal_all(engine, box)
+        webhooks = await reseal_all(engine, secret_box(current, before))
+        totp = await totp_secrets.reseal_all(engine, generic_box(current, before, totp_secrets.TOTP_SECRETS))
     except UnreadableSecret as exc:
         raise StartupError(str(exc)) from exc
-    if changed:
-        log.info("encrypted %s webhook secrets under the current secret key", changed)
+    if webhooks:
+        log.info("encrypted %s webhook secrets under the current secret key", webhooks)
+    if totp:
+        log.info("encrypted %s TOTP secrets under the current secret key", totp)
 
 
 async def prepare_worker(engine: AsyncEngine, settings: Settings) -> None:

@@ -6,7 +6,7 @@ heartbeats that make a killed worker's job claimable again); on SQLite each proc
 queue, and the reconciler refills it from the task rows after a restart.
 """
 
-from modelport.queue.engine import Handler, TaskQueue, build_queue
+from modelport.queue.engine import Handler, JobKind, Jobs, TaskQueue, build_queue
 from modelport.queue.schema import ensure_queue_schema, queue_schema_installed
 
-__all__ = ["Handler", "TaskQueue", "build_queue", "ensure_queue_schema", "queue_schema_installed"]
+__all__ = ["Handler", "JobKind", "Jobs", "TaskQueue", "build_queue", "ensure_queue_schema", "queue_schema_installed"]

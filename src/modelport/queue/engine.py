@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -20,8 +22,26 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("modelport.queue")
 
-ENTRYPOINT = "media_task"
 Handler = Callable[[str], Awaitable[None]]
+
+
+class JobKind(enum.StrEnum):
+    """What a job's id names (the PgQueuer entrypoint): a process consumes only the kinds it has a
+    handler for, so a kind another process cannot run stays queued for one that can."""
+
+    MEDIA_TASK = "media_task"
+    BACKGROUND_RESPONSE = "background_response"
+
+
+ENTRYPOINT = JobKind.MEDIA_TASK.value
+
+
+@dataclass(frozen=True, slots=True)
+class Jobs:
+    """A job kind's handler and how many of its jobs this process runs at once."""
+
+    handler: Handler
+    concurrency: int
 
 
 def _asyncpg_dsn(database_url: str) -> str:
@@ -62,21 +82,29 @@ class TaskQueue:
                 self._pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=4)
         return Queries(AsyncpgPoolDriver(self._pool))
 
-    async def enqueue(self, task_ids: list[str]) -> None:
+    async def enqueue(self, task_ids: list[str], kind: JobKind = JobKind.MEDIA_TASK) -> None:
         """Queue each task once: an id already queued or being worked on is skipped."""
         if not task_ids:
             return
         queries = await self._queries()
         await queries.enqueue(
-            [ENTRYPOINT] * len(task_ids),
+            [kind.value] * len(task_ids),
             [t.encode() for t in task_ids],
             [0] * len(task_ids),
             dedupe_key=list[str | None](task_ids),
             on_conflict="skip",
         )
 
-    async def run(self, handler: Handler, *, concurrency: int, stop: asyncio.Event) -> None:
-        """Consume jobs until `stop` is set, at most `concurrency` at a time in this process."""
+    async def run(
+        self,
+        handler: Handler,
+        *,
+        concurrency: int,
+        stop: asyncio.Event,
+        others: Mapping[JobKind, Jobs] | None = None,
+    ) -> None:
+        """Consume jobs until `stop` is set: media tasks by `handler`, at most `concurrency` at a time in
+        this process, and the `others` kinds by theirs (each kind its own bound)."""
         if self._memory is not None:
             consumer = self._memory
         else:
@@ -86,22 +114,9 @@ class TaskQueue:
             self._consumer_conn = await asyncpg.connect(self._dsn)
             consumer = PgQueuer.from_asyncpg_connection(self._consumer_conn)
         self._consumer = consumer
-        # PgQueuer's own cap cannot go below 2 (twice the batch size); ours is exact.
-        slots = asyncio.Semaphore(concurrency)
-
-        async def _job(job: Job) -> None:
-            task_id = (job.payload or b"").decode()
-            try:
-                async with slots:
-                    await handler(task_id)
-            except Exception:
-                # The task row decides what happens next (retry by the reconciler, or the deadline);
-                # the job itself is done either way.
-                log.exception("task %s: handler failed", task_id)
-
-        # The in-memory queue outlives a consumer restart: register once, and clear its last shutdown.
-        if ENTRYPOINT not in consumer.qm.entrypoint_registry:
-            consumer.entrypoint(ENTRYPOINT)(_job)
+        kinds = {JobKind.MEDIA_TASK: Jobs(handler, concurrency), **(others or {})}
+        for kind, jobs in kinds.items():
+            self._register(consumer, kind, jobs)
         consumer.shutdown.clear()
 
         waiter = asyncio.create_task(stop.wait())
@@ -109,7 +124,7 @@ class TaskQueue:
             consumer.run(
                 dequeue_timeout=timedelta(seconds=5),
                 batch_size=1,
-                max_concurrent_tasks=max(2, concurrency),
+                max_concurrent_tasks=max(2, sum(jobs.concurrency for jobs in kinds.values())),
                 heartbeat_timeout=self._heartbeat,
             )
         )
@@ -127,6 +142,24 @@ class TaskQueue:
                     await self._consumer_conn.close()
                 self._consumer_conn = None
 
+    def _register(self, consumer: PgQueuer, kind: JobKind, jobs: Jobs) -> None:
+        # PgQueuer's own cap cannot go below 2 (twice the batch size); ours is exact, per kind.
+        slots = asyncio.Semaphore(jobs.concurrency)
+
+        async def _job(job: Job) -> None:
+            job_id = (job.payload or b"").decode()
+            try:
+                async with slots:
+                    await jobs.handler(job_id)
+            except Exception:
+                # The row decides what happens next (retry by the reconciler, or the deadline); the job
+                # itself is done either way.
+                log.exception("%s %s: handler failed", kind.value, job_id)
+
+        # The in-memory queue outlives a consumer restart: register once.
+        if kind.value not in consumer.qm.entrypoint_registry:
+            consumer.entrypoint(kind.value)(_job)
+
     async def aclose(self) -> None:
         if self._pool is not None:
             with contextlib.suppress(Exception):
@@ -138,4 +171,4 @@ def build_queue(database_url: str, *, heartbeat_seconds: float) -> TaskQueue:
     return TaskQueue(database_url, heartbeat_seconds=heartbeat_seconds)
 
 
-__all__ = ["ENTRYPOINT", "Handler", "TaskQueue", "build_queue"]
+__all__ = ["ENTRYPOINT", "Handler", "JobKind", "Jobs", "TaskQueue", "build_queue"]

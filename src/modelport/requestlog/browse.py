@@ -38,6 +38,10 @@ LIST_COLUMNS = (
     c.cache_write_tokens,
     c.cache_write_1h_tokens,
     c.price_tier,
+    c.cache,
+    c.served_model,
+    c.previous_response_id,
+    c.conversation_id,
 )
 
 

@@ -41,6 +41,11 @@ ITEM_COLUMNS = (
     request_logs.c.cache_write_tokens,
     request_logs.c.cache_write_1h_tokens,
     request_logs.c.price_tier,
+    request_logs.c.cache,
+    request_logs.c.cache_saved_micros,
+    request_logs.c.previous_response_id,
+    request_logs.c.conversation_id,
+    request_logs.c.served_model,
 )
 
 

@@ -56,6 +56,11 @@ class LogRecord:
     cache_write_tokens: int | None = None  # all cache writes
     cache_write_1h_tokens: int | None = None  # the 1-hour share of them
     price_tier: str | None = None  # the price table applied (`billing.rates.PriceTier`); None: nothing billed
+    cache: str | None = None  # the response cache: hit | miss | skip; None: the team's cache is off
+    cache_saved_micros: int | None = None  # a hit: the original cost less what the hit was billed
+    previous_response_id: str | None = None  # Responses: the stored response this request followed
+    conversation_id: str | None = None  # Responses: the conversation it continued
+    served_model: str | None = None  # the fallback model that answered (None: the requested model did)
 
     def as_row(self) -> dict[str, Any]:
         # Field by field, written out: this runs once per text request (a loop over the fields with
@@ -81,6 +86,11 @@ class LogRecord:
             "cache_write_tokens": _int32(self.cache_write_tokens),
             "cache_write_1h_tokens": _int32(self.cache_write_1h_tokens),
             "price_tier": None if self.price_tier is None else _clip(self.price_tier, 16),
+            "cache": None if self.cache is None else _clip(self.cache, 8),
+            "cache_saved_micros": self.cache_saved_micros,
+            "previous_response_id": _clip_optional(self.previous_response_id, 200),
+            "conversation_id": _clip_optional(self.conversation_id, 200),
+            "served_model": None if self.served_model is None else _clip(self.served_model, 200),
         }
 
     @classmethod
@@ -97,6 +107,10 @@ def _clip(value: str, width: int) -> str:
     if "\x00" in value:
         value = value.replace("\x00", "\ufffd")
     return value[:width] if len(value) > width else value
+
+
+def _clip_optional(value: str | None, width: int) -> str | None:
+    return None if value is None else _clip(value, width)
 
 
 def _int32(value: int | None) -> int | None:

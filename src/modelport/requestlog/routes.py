@@ -58,7 +58,15 @@ def render_item(row: LogRow) -> dict[str, Any]:
         "cache_write_tokens": row.cache_write_tokens,
         "cache_write_1h_tokens": row.cache_write_1h_tokens,
         "price_tier": row.price_tier,
+        "previous_response_id": row.previous_response_id,
+        "conversation_id": row.conversation_id,
+        # A fallback model answered (`model` is the one asked for); null when the requested model served.
+        "served_model": row.served_model,
         "cost": cost_usd(row.cost_micros),
+        # The response cache: hit | miss | skip (null: off); on a hit the usage is what was served and
+        # `cache_saved` what the team did not pay for it.
+        "cache": row.cache,
+        "cache_saved": None if row.cache_saved_micros is None else cost_usd(row.cache_saved_micros),
         "created_at": row.created_at_ms // 1000,
         "input": _payload(row.input),
         "result": _payload(row.result),

@@ -34,6 +34,9 @@ _USAGE_FIELDS = (
     "cost_micros",
     "cache_write_tokens",
     "cache_write_1h_tokens",
+    "cache_hits",
+    "cache_misses",
+    "cache_saved_micros",
 )
 ALL_USERS = ""  # the counter key for "every row of the team"; a real svc_user_id is never empty
 
@@ -138,6 +141,10 @@ def _usage_params(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         acc[5] += row["cost_micros"] or 0
         acc[6] += row["cache_write_tokens"] or 0
         acc[7] += row["cache_write_1h_tokens"] or 0
+        cache = row.get("cache")
+        acc[8] += cache == "hit"
+        acc[9] += cache == "miss"
+        acc[10] += row.get("cache_saved_micros") or 0
     # Sorted: concurrent writers lock the rollup rows in one order (no deadlock on PostgreSQL).
     return [
         {

@@ -37,6 +37,15 @@ request_logs = Table(
     Column("cache_write_tokens", Integer, nullable=True),
     Column("cache_write_1h_tokens", Integer, nullable=True),
     Column("price_tier", String(16), nullable=True),
+    # The response cache (migration 0026): hit | miss | skip (None: the team's cache is off), and on a hit
+    # what the team did not pay (the original cost less the hit's; the usage columns are what was served).
+    Column("cache", String(8), nullable=True),
+    Column("cache_saved_micros", BigInteger, nullable=True),
+    # A Responses request's server-kept state: the response it followed and its conversation (none before 0027).
+    Column("previous_response_id", String(200), nullable=True),
+    Column("conversation_id", String(200), nullable=True),
+    # The model that answered when a fallback model served the request (none: the requested one; none before 0028).
+    Column("served_model", String(200), nullable=True),
     # `id` last: the log lists newest first by (created_at_ms, id), read from the index alone.
     Index("ix_request_logs_team_created_id", "team_id", "created_at_ms", "id"),
     Index("ix_request_logs_team_user_created_id", "team_id", "svc_user_id", "created_at_ms", "id"),
@@ -75,6 +84,10 @@ usage_daily = Table(
     Column("cost_micros", BigInteger, nullable=False),
     Column("cache_write_tokens", BigInteger, nullable=False, server_default="0"),
     Column("cache_write_1h_tokens", BigInteger, nullable=False, server_default="0"),
+    # Response cache hits and misses, and the money the hits saved (migration 0026).
+    Column("cache_hits", BigInteger, nullable=False, server_default="0"),
+    Column("cache_misses", BigInteger, nullable=False, server_default="0"),
+    Column("cache_saved_micros", BigInteger, nullable=False, server_default="0"),
 )
 
 

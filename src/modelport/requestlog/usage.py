@@ -29,6 +29,10 @@ class UsageRow:
     cost_micros: int
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
+    # The response cache: hits, misses and what the hits saved (what the team did not pay).
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_saved_micros: int = 0
 
     @property
     def model(self) -> str:
@@ -52,6 +56,9 @@ async def daily_usage(engine: AsyncEngine, team_id: str, first_day: int, last_da
             c.cost_micros,
             c.cache_write_tokens,
             c.cache_write_1h_tokens,
+            c.cache_hits,
+            c.cache_misses,
+            c.cache_saved_micros,
         )
         .where(c.team_id == team_id, c.day >= first_day, c.day <= last_day)
         .order_by(c.day, c.key_id, c.provider, c.model_name)

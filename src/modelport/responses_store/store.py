@@ -18,6 +18,13 @@ from modelport.responses_store.tables import stored_responses as t
 # A chain longer than this is cut at its oldest end (a bound against a chain the client makes endless).
 MAX_CHAIN = 1000
 PRUNE_BATCH = 500
+ID_WIDTH = 200  # the id column's width
+
+
+def usable_id(value: str) -> bool:
+    """An id a row can hold (no NUL, which PostgreSQL refuses in a parameter; within the column's width):
+    any other is an id no row has."""
+    return len(value) <= ID_WIDTH and "\x00" not in value
 
 
 class ResponseStore:
@@ -46,6 +53,8 @@ class ResponseStore:
 
     async def get(self, team_id: str, response_id: str) -> Stored | None:
         """The team's stored response, unless unknown, another team's or expired."""
+        if not usable_id(response_id):
+            return None
         query = select(t.c.id, t.c.previous_id, t.c.input_items, t.c.response).where(
             and_(t.c.team_id == team_id, t.c.id == response_id, t.c.expires_at_ms > self._clock())
         )
@@ -74,6 +83,8 @@ class ResponseStore:
 
     async def delete(self, team_id: str, response_id: str) -> bool:
         """Remove the team's response; False when there was none (or it had expired)."""
+        if not usable_id(response_id):
+            return False
         now = self._clock()
         async with self.engine.begin() as conn:
             found = await conn.execute(

@@ -29,6 +29,8 @@ from modelport import metrics
 from modelport.clock import now_ms as wall_ms
 from modelport.media.files.storage import FileStore
 from modelport.progress import NO_PROGRESS, Progress
+from modelport.responses_store.background import ExpiredBackground
+from modelport.responses_store.conversations import ExpiredConversations
 from modelport.responses_store.store import ExpiredResponses
 from modelport.retention import partitions, stats
 from modelport.retention.audit import AuditEvents
@@ -242,6 +244,8 @@ def build_pruner(
     pruner.register(AuditEvents(settings.audit_days))
     pruner.register(EventDeliveries(settings.tasks_days, Pacing.of(settings)))
     pruner.register(ExpiredResponses())
+    pruner.register(ExpiredConversations())
+    pruner.register(ExpiredBackground())
     return pruner
 
 

@@ -89,6 +89,10 @@ class BatchWriter(Generic[T]):
     # Tuning a writer is not given: class attributes, so one place (bench/_guard_launcher.py) can change them.
     default_max_batch = 500
     default_flush_interval = 0.2
+    # After a full batch, the rows queued meanwhile are written at once, a short batch (the least wait). Off
+    # (bench/_guard_launcher.py), a short batch waits for the interval, a flush() or the close: the number of
+    # writes then follows the number of rows, not the timing of their arrival.
+    default_short_batches_at_once = True
 
     def __init__(
         self,
@@ -111,6 +115,8 @@ class BatchWriter(Generic[T]):
         self._log = logging.getLogger(f"modelport.{name.replace(' ', '_')}")
         self._max_batch = max_batch
         self._interval = tuning.get("flush_interval", self.default_flush_interval)
+        self._short_at_once = self.default_short_batches_at_once
+        self._flush_asked = False
         self._max_pending = max_pending
         self._spill = SpillFile(spill_dir, to_row, from_row) if spill_dir is not None else None
         self._close_timeout = tuning.get("close_timeout", 10.0)
@@ -161,6 +167,7 @@ class BatchWriter(Generic[T]):
         await self.start()
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((target, future))
+        self._flush_asked = True
         self._wake.set()
         await future
 
@@ -196,12 +203,17 @@ class BatchWriter(Generic[T]):
     async def _run(self) -> None:
         await self._replay_spilled()
         while True:
+            timed_out = False
             if not self._closing:
-                with contextlib.suppress(TimeoutError):
+                try:
                     await asyncio.wait_for(self._wake.wait(), self._interval)
+                except TimeoutError:
+                    timed_out = True
                 self._wake.clear()
+            short_too = timed_out or self._short_at_once or self._flush_asked or self._closing
+            self._flush_asked = False
             WRITE_QUEUE_DEPTH.labels(self._name).set(self.pending)
-            while self._queue:
+            while self._queue and (short_too or len(self._queue) >= self._max_batch):
                 count = min(self._max_batch, len(self._queue))
                 self._inflight_from = self._enqueued - len(self._queue)
                 self._inflight = [self._queue.popleft() for _ in range(count)]

@@ -14,6 +14,7 @@ a task lookup that had to take it waited seconds, and on a loaded machine past t
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,16 @@ def configure_sqlite_connection(dbapi_connection: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+    # sqlite3 binds int, float and str directly but sends every other value, None included, through its
+    # adapter lookup, which on a miss formats and discards an AttributeError: ~0.2 us per NULL parameter,
+    # half the cost of a request-log insert (most of its ~50 columns are NULL). With an adapter for None the
+    # lookup hits. Process-wide and idempotent (the module keeps one adapter table).
+    sqlite3.register_adapter(type(None), _null)
+    sqlite3.register_adapter(bytes, bytes)  # the same for BLOBs: bytes(b) is b
+
+
+def _null(_value: None) -> None:
+    return None
 
 
 def is_sqlite(engine: AsyncEngine) -> bool:

@@ -40,6 +40,7 @@ TABLE_MODULES = (
     "modelport.retention.tables",
     "modelport.alerts.tables",
     "modelport.responses_store.tables",
+    "modelport.response_cache.tables",
 )
 
 

@@ -16,8 +16,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 # The head of storage/migrations/versions, and every revision of its history.
-HEAD_REVISION = "0024"
-KNOWN_REVISIONS = frozenset(f"{n:04d}" for n in range(1, 25))
+# 0029 was never used. 0030 (SCIM), 0031 (SCIM attributes), 0032 (background responses), 0033 (TOTP secrets
+# sealed, stopped keys' reason), 0034 (OIDC identities): each branch's migration re-chained at its merge.
+HEAD_REVISION = "0034"
+KNOWN_REVISIONS = frozenset(f"{n:04d}" for n in range(1, 29)) | {"0030", "0031", "0032", "0033", "0034"}
 
 SchemaState = Literal["current", "behind", "ahead"]
 

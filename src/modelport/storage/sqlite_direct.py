@@ -16,7 +16,6 @@ SQL (`compiled_sql`): the same statements the engine would send.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sqlite3
 import threading
@@ -25,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import orjson
 from sqlalchemy import Engine, event
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -57,27 +57,50 @@ class MultiRowInsert:
         self._tail = one_row_sql[end + 1 :]
         self._columns = tuple(columns)
         self._group = "(" + ", ".join("?" * len(self._columns)) + ")"
+        self._sql: dict[int, str] = {}  # rows -> the statement's text
 
     def run(self, conn: sqlite3.Connection, rows: Sequence[Mapping[str, Any]]) -> int:
         """Insert `rows` (dicts with every column); returns how many rows the statements changed."""
         if not rows:
             return 0
-        per_statement = max(
-            1, min(_ROWS_PER_STATEMENT, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(self._columns))
-        )
+        fits = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(self._columns)
+        most = max(1, min(_ROWS_PER_STATEMENT, fits))
         changed = 0
         columns = self._columns
-        for first in range(0, len(rows), per_statement):
-            chunk = rows[first : first + per_statement]
+        first, left = 0, len(rows)
+        while left:
+            count = _statement_rows(left, most)
+            chunk = rows[first : first + count]
             params = [row[name] for row in chunk for name in columns]
-            sql = self._head + ",".join([self._group] * len(chunk)) + self._tail
+            sql = self._sql.get(count)
+            if sql is None:
+                sql = self._sql[count] = self._head + ",".join([self._group] * count) + self._tail
             changed += conn.execute(sql, params).rowcount
+            first, left = first + count, left - count
         return changed
 
 
+def _statement_rows(left: int, most: int) -> int:
+    """The rows of the next statement: the largest power of two up to `left` and `most`.
+
+    Why powers of two: the SQL text holds one `(?, ...)` group per row and sqlite3's statement cache is keyed
+    by the text, so a batch of any other size was parsed and planned again (for a request-log row of ~50
+    columns that cost more than inserting it): every batch is now made of at most nine cached statements."""
+    return 1 << (min(left, most).bit_length() - 1)
+
+
 # Rows per statement: large enough that a busy batch is one or two statements, small enough that SQLite's
-# statement cache (keyed by the SQL text, so by the row count) stays useful.
+# statement cache (keyed by the SQL text) stays useful. A power of two (`_statement_rows`).
 _ROWS_PER_STATEMENT = 256
+
+
+# Membership in a list of any length as one parameter: `column IN (SELECT value FROM json_each(?))` with
+# `json_list(values)` bound. `IN (?, ?, ...)` is a new SQL text for every length, parsed and planned again.
+IN_JSON_LIST = "IN (SELECT value FROM json_each(?))"
+
+
+def json_list(values: Sequence[str]) -> str:
+    return orjson.dumps(list(values)).decode()
 
 
 class DirectSqlite:
@@ -159,11 +182,6 @@ class DirectSqlite:
         with self._lock:
             self._stale = True
 
-    def close(self) -> None:
-        with contextlib.suppress(RuntimeError):  # at interpreter exit the executors are shut down already
-            self._executor.submit(self._close)
-        self._executor.shutdown(wait=False)
-
 
 _DIRECT: weakref.WeakKeyDictionary[Engine, DirectSqlite | None] = weakref.WeakKeyDictionary()
 
@@ -180,6 +198,10 @@ def for_engine(engine: AsyncEngine) -> DirectSqlite | None:
     if engine.dialect.name == "sqlite" and database and database != ":memory:" and not database.startswith("file:"):
         made = direct = DirectSqlite(database)
         event.listen(sync_engine, "engine_disposed", lambda _engine: made.reset())
-        weakref.finalize(sync_engine, made.close)
+        # No finalizer closes it: a finalizer runs wherever garbage collection happens to run, and one that
+        # ran inside a starting thread while another thread's `submit` held the executors' global lock
+        # deadlocked both (CI). When the engine goes, `made` goes with it (only the engine's listener and
+        # `_DIRECT`'s entry hold it): its executor's own weakref callback ends the thread (a lock-free queue
+        # put) and the connection closes as it is freed.
     _DIRECT[sync_engine] = direct
     return direct

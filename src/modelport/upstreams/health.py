@@ -1,6 +1,7 @@
 """What a process knows of its upstream deployments' health, for the operator console.
 
-The text gateway's router keeps it (cooldowns and failures are per process, see gateway/routing.py);
+The text gateway's router keeps it (per process; cooldowns shared through Redis when configured, see
+gateway/routing.py);
 features above the gateway's layer read it through `DEPLOYMENT_HEALTH` without importing the gateway.
 """
 
@@ -24,9 +25,12 @@ class DeploymentError:
 @dataclass(frozen=True, slots=True)
 class DeploymentHealth:
     key: str  # `<model id>#<index in the model's deployments>`
-    consecutive_failures: int
+    consecutive_failures: int  # failures within the routing failure window (the name predates the window)
     cooling_seconds: float  # 0 when the deployment is in rotation
     recent_errors: tuple[DeploymentError, ...]  # newest first, at most RECENT_ERRORS
+    # The cooldown ended and nothing has succeeded since: one request at a time is let through.
+    half_open: bool = False
+    cooldown_seconds: float = 0.0  # the latest cooldown's length (the next failure while half-open doubles it)
 
 
 @dataclass(frozen=True, slots=True)

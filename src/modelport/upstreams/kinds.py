@@ -46,5 +46,10 @@ def count_tokens_url(deployment: Deployment) -> str | None:
     return None if path is None else _base_url(deployment) + path
 
 
+def models_url(deployment: Deployment) -> str:
+    """The upstream's model list (free at every provider): what a health probe calls."""
+    return _base_url(deployment) + spec_of(deployment).models_path
+
+
 def auth_headers(deployment: Deployment, api_key: str | None) -> dict[str, str]:
     return spec_of(deployment).auth_headers(api_key) if api_key else {}

@@ -18,8 +18,8 @@ UPSTREAMS: ServiceKey[UpstreamPool] = ServiceKey("upstreams")
 class UpstreamPool:
     def __init__(self) -> None:
         self._sessions: dict[str, aiohttp.ClientSession] = {}
-        # One transport per (endpoint, read timeout): built once, not per request (~1% of a request's CPU).
-        self._transports: dict[tuple[str, float], HttpTransport] = {}
+        # One transport per (endpoint, timeouts): built once, not per request (~1% of a request's CPU).
+        self._transports: dict[tuple[str, float, float, float], HttpTransport] = {}
         self._local: dict[str, LocalModel] = {}
 
     def transport(self, deployment: Deployment) -> Transport:
@@ -36,7 +36,9 @@ class UpstreamPool:
 
     def http(self, deployment: Deployment, url: str) -> HttpTransport:
         """An HTTP transport to `url` (an endpoint of `deployment`'s upstream) over the origin's pool."""
-        cached = self._transports.get((url, deployment.timeout_seconds))
+        d = deployment
+        timeouts = (url, d.timeout_seconds, d.read_timeout_seconds, d.connect_timeout_seconds)
+        cached = self._transports.get(timeouts)
         if cached is not None and not cached.closed:
             return cached
         origin = url.split("/", 3)[:3]
@@ -48,8 +50,12 @@ class UpstreamPool:
             self._sessions[key] = session
         if len(self._transports) > 10_000:  # catalog reloads can change URLs: never grow without bound
             self._transports.clear()
-        transport = self._transports[(url, deployment.timeout_seconds)] = HttpTransport(
-            session, url, read_timeout=deployment.timeout_seconds
+        transport = self._transports[timeouts] = HttpTransport(
+            session,
+            url,
+            read_timeout=deployment.timeout_seconds,
+            stream_read_timeout=deployment.read_timeout_seconds,
+            connect_timeout=deployment.connect_timeout_seconds,
         )
         return transport
 

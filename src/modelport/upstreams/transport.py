@@ -91,10 +91,22 @@ class Transport(Protocol):
 
 
 class HttpTransport:
-    def __init__(self, session: aiohttp.ClientSession, url: str, *, read_timeout: float) -> None:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        *,
+        read_timeout: float,
+        stream_read_timeout: float | None = None,
+        connect_timeout: float = 10.0,
+    ) -> None:
         self._session = session
         self._url = url
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=read_timeout)
+        # A stream's reads (its headers, then between events) wait at most its idle timeout.
+        self._stream_timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=connect_timeout, sock_read=stream_read_timeout or read_timeout
+        )
 
     @property
     def closed(self) -> bool:
@@ -109,7 +121,7 @@ class HttpTransport:
                 self._url,
                 data=data,
                 headers={**headers, "content-type": "application/json"},
-                timeout=self._timeout,
+                timeout=self._stream_timeout if stream else self._timeout,
             )
         content_type = response.headers.get("content-type", "")
         if not stream or response.status != 200 or "text/event-stream" not in content_type:

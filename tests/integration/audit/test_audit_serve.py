@@ -78,7 +78,7 @@ def test_admin_api_changes_each_record_one_event_with_request_id_and_client(srv:
         "key.update",
         "key.revoke",
     ]
-    assert all(e["actor"] == {"kind": "operator_token", "key_id": None} for e in found)
+    assert all(e["actor"] == {"kind": "operator_token", "key_id": None, "user_id": None, "email": None} for e in found)
     assert all(e["client"] == "127.0.0.1" and e["request_id"].startswith("req_") for e in found)
     assert found[0]["request_id"] == made.headers["x-request-id"]
     topup = found[1]
@@ -144,7 +144,7 @@ def test_the_team_audit_api_is_its_own_admin_keys_only(srv: Srv) -> None:
     url = srv.media_url + "/api/v1/audit"
     refused = httpx.get(url, headers=bearer(member), timeout=30)
     assert refused.status_code == 403
-    assert refused.json() == {"code": 403, "message": "Forbidden: this API key cannot read the audit log"}
+    assert refused.json() == {"code": 403, "message": "Forbidden: your role in this team does not allow this"}
     own = httpx.get(url, headers=bearer(boss), timeout=30)
     assert own.status_code == 200, own.text
     tid = team_id(srv, "aud-own")

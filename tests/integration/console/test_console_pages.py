@@ -103,6 +103,9 @@ def test_logs_filters_detail_and_csv(client_a: ConsoleClient, requests_of_a: lis
     assert row["cost_usd"] == "0.020000" and row["svc_user_id"] == "end-user-0001" and row["model"] == MODEL
     assert row["key_id"].startswith("key_")
     assert (row["cache_write_tokens"], row["cache_write_1h_tokens"], row["price_tier"]) == ("0", "0", "standard")
+    # The response cache is off for this team, the requested model served, no server state was used.
+    later = ("cache", "served_model", "previous_response_id", "conversation_id")
+    assert list(rows[0])[-4:] == list(later) and [row[k] for k in later] == ["", "", "", ""]
 
 
 def test_usage_from_the_rollups(console_server: ConsoleServer) -> None:

@@ -53,7 +53,7 @@ def cookie_payload(client: ConsoleClient) -> dict[str, object]:
 
 
 def test_banner_prints_the_console_url(server: RunningServer) -> None:
-    assert f"console:       {server.media_url}/console/   (sign in with a team API key)" in server.banner
+    assert f"console:       {server.media_url}/console/   (an account or a team API key)" in server.banner
 
 
 def test_pages_need_a_session(console: ConsoleClient) -> None:

@@ -191,7 +191,9 @@ def test_mid_stream_drop_ends_with_error_event(gw: Gateway, model: str) -> None:
 
 
 def test_mid_stream_drop_on_messages_ends_with_error_event(gw: Gateway) -> None:
-    gw.upstream.push(Reply.drop(after_events=3, answer=Reply.text("one two three four five six").answer))
+    # After two text deltas (message_start, content_block_start, ping, then deltas): a drop before the first
+    # delta is retried on the next deployment instead (tests/integration/failover).
+    gw.upstream.push(Reply.drop(after_events=5, answer=Reply.text("one two three four five six").answer))
     r = post(
         gw,
         "/v1/messages",

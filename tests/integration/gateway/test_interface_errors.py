@@ -127,7 +127,8 @@ def _log_row(gw: Gateway, key: str, request_id: str) -> dict[str, Any]:
 def test_fast_path_mid_stream_failure_is_one_error_and_the_upstreams_message_is_logged(gw: Gateway, model: str) -> None:
     key = gw.new_team(f"midstream-{model.split('/')[1]}", usd="1")
     path, body = STREAM_BODIES[model]
-    gw.upstream.push(Reply.text("one two three four five six", error_after=3, error_message=UPSTREAM_MESSAGE))
+    # After content on every protocol (Responses sends 4 events first): an error before it is retried instead.
+    gw.upstream.push(Reply.text("one two three four five six", error_after=6, error_message=UPSTREAM_MESSAGE))
     r = _stream(gw, key, path, {**body, "model": model})
     assert "ended unexpectedly" not in r.text
     assert "[DONE]" not in r.text
@@ -140,7 +141,7 @@ def test_fast_path_mid_stream_failure_is_one_error_and_the_upstreams_message_is_
 
 @pytest.mark.parametrize("model", ["fake/chat", "fake/responses"])
 def test_translated_messages_stream_errors_use_anthropics_types(gw: Gateway, model: str) -> None:
-    gw.upstream.push(Reply.text("one two three four five six", error_after=3, error_message=UPSTREAM_MESSAGE))
+    gw.upstream.push(Reply.text("one two three four five six", error_after=6, error_message=UPSTREAM_MESSAGE))
     r = _stream(gw, gw.key, "/v1/messages", {**STREAM_BODIES["fake/claude"][1], "model": model})
     errors = [p for p in _error_payloads(r.text) if p.get("type") == "error"]
     assert len(errors) == 1, r.text

@@ -94,6 +94,16 @@ def probes(server: RunningServer) -> list[tuple[str, str, dict[str, str], dict[s
             user(server),
             {"model": "fake/chat", "input": NUL, "metadata": {NUL: NUL}, "user": NUL},
         ),
+        # Server-kept Responses state (issue 43): ids with a NUL are ids no row has.
+        ("POST", f"{t}/v1/responses", user(server), {"model": "fake/chat", "input": "x", "previous_response_id": NUL}),
+        ("POST", f"{t}/v1/responses", user(server), {"model": "fake/chat", "input": "x", "conversation": NUL}),
+        ("GET", f"{t}/v1/responses/resp%00x", user(server), None),
+        ("GET", f"{t}/v1/responses/resp%00x/input_items", user(server), None),
+        ("DELETE", f"{t}/v1/responses/resp%00x", user(server), None),
+        ("POST", f"{t}/v1/conversations", user(server), {"items": [{"id": NUL, "role": "user", "content": NUL}]}),
+        ("GET", f"{t}/v1/conversations/conv%00x", user(server), None),
+        ("GET", f"{t}/v1/conversations/conv%00x/items/i%00", user(server), None),
+        ("DELETE", f"{t}/v1/conversations/conv%00x/items/i%00", user(server), None),
     ]
 
 

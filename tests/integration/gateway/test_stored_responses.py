@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from tests.integration.gateway.conftest import ADMIN_TOKEN, CONFIG_TOML, Gateway, catalog_toml
-from tests.support.fake_upstream import FakeUpstream, Reply
+from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.server import run_server
 
 
@@ -185,6 +185,20 @@ def test_a_stored_response_expires(short_lived: Gateway, tmp_path: Path) -> None
     _refused_chain(short_lived, client, rid)
 
 
+def test_a_conversation_lives_from_its_last_use(short_lived: Gateway) -> None:
+    client = short_lived.openai
+    conv = client.conversations.create()
+    time.sleep(1.3)
+    client.responses.create(model="fake/chat", conversation=conv.id, input="still here")  # a use
+    time.sleep(1.3)  # 2.6 s after its creation, 1.3 s after its last use: alive
+    assert client.conversations.retrieve(conv.id).id == conv.id
+    time.sleep(2.5)
+    with pytest.raises(openai.NotFoundError):
+        client.conversations.retrieve(conv.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model="fake/chat", conversation=conv.id, input="and now?")
+
+
 @pytest.mark.parametrize("model", ["fake/chat", "fake/claude"])
 def test_a_tool_call_turn_continues_by_previous_response_id(gw: Gateway, model: str) -> None:
     """The agent loop: the model calls a tool; the next request sends only the tool's output."""
@@ -214,3 +228,133 @@ def test_a_tool_call_turn_continues_by_previous_response_id(gw: Gateway, model: 
         assert [m["role"] for m in messages] == ["user", "assistant", "user"]
         assert messages[1]["content"][-1]["type"] == "tool_use"
         assert messages[2]["content"][0]["type"] == "tool_result"
+
+
+def _logged(gw: Gateway, key: str, count: int) -> list[dict[str, Any]]:
+    """The team's log rows, once `count` are written (the writer batches)."""
+    deadline = time.monotonic() + 15
+    while True:
+        now = int(time.time())
+        rows: list[dict[str, Any]] = httpx.get(
+            gw.server.text_url + "/v1/logs",
+            params={"start_time": now - 3600, "end_time": now + 60, "page_size": 100},
+            headers={"Authorization": f"Bearer {key}"},
+        ).json()["requests"]
+        if len(rows) >= count or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("model", ["fake/chat", "fake/claude", "fake/responses"])
+def test_the_log_row_names_the_previous_response_and_bills_the_upstreams_count(gw: Gateway, model: str) -> None:
+    key = gw.new_team(f"chain-billing-{model.split('/')[1]}")
+    client = openai.OpenAI(base_url=gw.server.text_url + "/v1", api_key=key, max_retries=0)
+    gw.upstream.push(Reply.text("first answer", usage=Usage(input_tokens=20, output_tokens=3)))
+    first = client.responses.create(model=model, input="first question")
+    # The chained items are input the upstream counts: 321 tokens as it reports them, billed at 1 micro-USD each.
+    gw.upstream.push(Reply.text("second answer", usage=Usage(input_tokens=321, output_tokens=7)))
+    second = client.responses.create(model=model, input="second question", previous_response_id=first.id)
+    assert second.usage is not None and second.usage.input_tokens == 321
+    rows = _logged(gw, key, 2)
+    chained = [row for row in rows if row["previous_response_id"] == first.id]
+    assert len(chained) == 1, rows
+    assert chained[0]["prompt_tokens"] == 321 and chained[0]["completion_tokens"] == 7
+    assert chained[0]["cost"] == 321 * 1e-6 + 7 * 2e-6
+    assert chained[0]["conversation_id"] is None
+    assert [row["previous_response_id"] for row in rows if row is not chained[0]] == [None]
+
+
+def test_the_token_count_includes_the_chained_turns(gw: Gateway) -> None:
+    client = gw.openai
+    gw.upstream.push(Reply.text("ok"))
+    first = client.responses.create(model="fake/chat", input="word " * 800)  # about 1000 tokens by estimate
+    alone = client.responses.input_tokens.count(model="fake/chat", input="and then?")
+    chained = client.responses.input_tokens.count(model="fake/chat", input="and then?", previous_response_id=first.id)
+    assert chained.object == "response.input_tokens"
+    assert chained.input_tokens > alone.input_tokens + 900
+    with pytest.raises(openai.NotFoundError):
+        client.responses.input_tokens.count(model="fake/chat", input="x", previous_response_id="resp_unknown")
+
+
+PAIR_MODEL = "fake/responses-pair"
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """A server whose `fake/responses-pair` has two OpenAI Responses deployments (taken in turn)."""
+    tmp = tmp_path_factory.mktemp("responses-pair")
+    with FakeUpstream() as upstream:
+        deployment = (
+            f'kind = "openai_responses", base_url = "{upstream.base_url}/v1", api_key_env = "FAKE_UPSTREAM_KEY"'
+        )
+        (tmp / "catalog.toml").write_text(
+            catalog_toml(upstream.base_url)
+            + f"""
+[[text_models]]
+id = "{PAIR_MODEL}"
+prices = {{ input = "1", output = "2" }}
+deployments = [
+  {{ name = "a", model = "up-a", {deployment} }},
+  {{ name = "b", model = "up-b", {deployment} }},
+]
+"""
+        )
+        (tmp / "config.toml").write_text(CONFIG_TOML)
+        with run_server(
+            tmp,
+            MODELPORT_CATALOG=str(tmp / "catalog.toml"),
+            MODELPORT_CONFIG=str(tmp / "config.toml"),
+            MODELPORT_ADMIN_TOKEN=ADMIN_TOKEN,
+            FAKE_UPSTREAM_KEY="sk-upstream-secret",
+        ) as server:
+            assert server.demo_key is not None
+            yield Gateway(server, upstream, server.demo_key)
+
+
+def test_a_chain_moves_between_two_responses_deployments(pair: Gateway) -> None:
+    """Each turn may land on the other deployment (or account): it gets every earlier item, never an id
+    only the first one knows."""
+    client = pair.openai
+    turns = [
+        ("Remember the code word OSPREY.", "Noted: OSPREY."),
+        ("Keep answers short.", "Short it is."),
+        ("What was the code word?", "OSPREY"),
+    ]
+    previous: str | None = None
+    served = []
+    for n, (question, answer) in enumerate(turns):
+        pair.upstream.push(Reply.text(answer))
+        extra: dict[str, Any] = {} if previous is None else {"previous_response_id": previous}
+        made = client.responses.create(model=PAIR_MODEL, input=question, **extra)
+        sent = pair.upstream.last_request
+        assert sent is not None
+        served.append(sent.json["model"])
+        assert "previous_response_id" not in sent.json
+        _in_order(json.dumps(sent.json), *(text for turn in turns[:n] for text in turn), question)
+        previous = made.id
+    assert set(served) == {"up-a", "up-b"}, served
+    assert previous is not None
+    assert client.responses.retrieve(previous).output_text == "OSPREY"
+
+
+@pytest.mark.local_model
+@pytest.mark.heavy
+def test_a_chain_reaches_the_embedded_model(gw: Gateway) -> None:
+    """The embedded model reads the earlier turns: the second turn's prompt (as its own tokenizer counts it,
+    the same count `input_tokens` gives) holds the first turn's long input."""
+    client = gw.openai
+    model = "local/smollm2-135m-instruct"
+    first = client.responses.create(model=model, input="The code word is PELICAN. " * 20, max_output_tokens=16)
+    alone = client.responses.input_tokens.count(model=model, input="What was the code word?")
+    counted = client.responses.input_tokens.count(
+        model=model, input="What was the code word?", previous_response_id=first.id
+    )
+    second = client.responses.create(
+        model=model, input="What was the code word?", previous_response_id=first.id, max_output_tokens=16
+    )
+    assert first.usage is not None and second.usage is not None
+    assert getattr(alone, "estimated", None) is None and getattr(counted, "estimated", None) is None
+    assert counted.input_tokens == second.usage.input_tokens
+    # The first turn's input is 20 x 7 tokens or so: all of it is in the second prompt.
+    assert second.usage.input_tokens >= alone.input_tokens + 100, (alone, second.usage)
+    assert client.responses.retrieve(second.id).previous_response_id == first.id

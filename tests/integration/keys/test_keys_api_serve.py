@@ -13,7 +13,7 @@ from tests.support.databases import BACKENDS, migrated_database_url
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.server import RunningServer
 
-FORBIDDEN = {"code": 403, "message": "Forbidden: this API key cannot manage keys"}
+FORBIDDEN = {"code": 403, "message": "Forbidden: your role in this team does not allow this"}
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

@@ -16,15 +16,17 @@ import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from alembic import command
-from sqlalchemy import Connection, func, select, text
+from sqlalchemy import Connection, column, func, select, table, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import service as accounts
+from modelport.ids import new_id
 from modelport.media.files.storage.local import LocalFileStore
 from modelport.requestlog import store
 from modelport.requestlog.params import LogQuery
@@ -87,9 +89,43 @@ def records(team_id: str, now_ms: int) -> list[LogRecord]:
     return out
 
 
-# Columns later migrations add (0023): rows written at 0019 have none of them.
-LATER_COLUMNS = frozenset({"cache_write_tokens", "cache_write_1h_tokens", "price_tier"})
+# Columns later migrations add (0023, 0026, 0027, 0028): rows written at 0019 have none of them.
+LATER_COLUMNS = frozenset(
+    {
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+        "price_tier",
+        "cache",
+        "cache_saved_micros",
+        "previous_response_id",
+        "conversation_id",
+        "served_model",
+    }
+)
 COLUMNS_AT_0019 = [c for c in request_logs.c if c.name not in LATER_COLUMNS]
+
+
+# Team columns later migrations add (0026): a team made at 0019 has none of them.
+LATER_TEAM_COLUMNS = frozenset({"cache", "cache_tool_calls"})
+
+
+@dataclass(frozen=True)
+class TeamAt0019:
+    id: str
+    name: str
+
+
+async def team_at_0019(engine: AsyncEngine, name: str) -> TeamAt0019:
+    """A team as the schema of revision 0019 holds it (`accounts.create_team` writes and reads today's row)."""
+    team_id = new_id("team")
+    values = {"id": team_id, "name": name, "balance_micros": 0, "frozen_micros": 0, "tier": "free"}
+    values |= {"asset_service": False, "log_retention": False, "created_at_ms": int(time.time() * 1000)}
+    assert not LATER_TEAM_COLUMNS & values.keys()
+    # The bare columns, not `teams`: its insert would add the Python-side defaults of the later columns.
+    at_0019 = table("teams", *(column(name) for name in values))
+    async with engine.begin() as conn:
+        await conn.execute(at_0019.insert().values(**values))
+    return TeamAt0019(team_id, name)
 
 
 async def insert_at_0019(engine: AsyncEngine, recs: list[LogRecord]) -> int:
@@ -148,7 +184,7 @@ async def rows_of(engine: AsyncEngine, team_id: str) -> set[str]:
 async def test_migration_keeps_every_row_and_partitions_by_day() -> None:
     now_ms = int(time.time() * 1000)
     async with engine_at_0019() as engine:
-        teams = [await accounts.create_team(engine, f"t{i}", tier="free") for i in range(2)]
+        teams = [await team_at_0019(engine, f"t{i}") for i in range(2)]
         for team in teams:
             assert await insert_at_0019(engine, records(team.id, now_ms)) == DAYS * PER_DAY
         before = await all_rows(engine)
@@ -196,7 +232,7 @@ async def test_migration_keeps_every_row_and_partitions_by_day() -> None:
 async def test_pruner_drops_whole_expired_days_and_deletes_shorter_windows(tmp_path: Path) -> None:
     now_ms = int(time.time() * 1000)
     async with engine_at_0019() as engine:
-        long, short, forever = [await accounts.create_team(engine, name, tier="free") for name in "lsf"]
+        long, short, forever = [await team_at_0019(engine, name) for name in "lsf"]
         for team in (long, short, forever):
             await insert_at_0019(engine, records(team.id, now_ms))
         await upgrade_to_head(engine)
@@ -259,7 +295,7 @@ async def test_pruner_drops_whole_expired_days_and_deletes_shorter_windows(tmp_p
 async def test_a_drop_waits_out_a_reader_and_gives_up_on_one_that_stays() -> None:
     now_ms = int(time.time() * 1000)
     async with engine_at_0019() as engine:
-        team = await accounts.create_team(engine, "t", tier="free")
+        team = await team_at_0019(engine, "t")
         await insert_at_0019(engine, records(team.id, now_ms))
         await upgrade_to_head(engine)
         oldest_day = min(r.created_at_ms for r in records(team.id, now_ms)) // DAY_MS

@@ -45,6 +45,8 @@ def _value(table: str, column: sa.Column[Any], i: int) -> Any:
         return 1.5 + i
     if isinstance(kind, sa.JSON):
         return {"n": i}
+    if isinstance(kind, sa.LargeBinary):  # BLOB, BYTEA
+        return f"{i}-{table}.{column.name}".encode()
     if isinstance(kind, sa.String):  # Text, VARCHAR
         length = getattr(kind, "length", None) or 64
         return f"{i}-{table}.{column.name}"[:length]

@@ -50,9 +50,11 @@ def _stream_across_processes(tmp_path: Path, backend_env: dict[str, str]) -> Non
     with ExitStack() as stack:
         front = stack.enter_context(task_server(tmp_path, front_env))
         team = make_team(front, "watchers", topup_usd="10")
+        # 300 frames at 640x360: ~2.5 s of CPU (3.5 s of wall on a quiet machine: ~7 progress writes at 0.5 s),
+        # where 1280x720 took 12.4 s of CPU for the same stream, twice per run.
         made = httpx.post(
             front.media_url + "/local/slideshow-video",
-            json={"prompt": "a slow pan", "duration": 10, "fps": 30, "width": 1280, "height": 720},
+            json={"prompt": "a slow pan", "duration": 10, "fps": 30, "width": 640, "height": 360},
             headers=team.headers,
             timeout=30,
         )

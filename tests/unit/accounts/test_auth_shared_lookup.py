@@ -35,8 +35,11 @@ class FakeLookup:
             limits=NO_LIMITS,
             role="member",
             name=None,
+            owner_user_id=None,
         )
-        return record, SimpleNamespace(id="t1", name="team", tier="free", log_retention=False, suspended=False)
+        return record, SimpleNamespace(
+            id="t1", name="team", tier="free", log_retention=False, suspended=False, cache="off", cache_tool_calls=False
+        )
 
 
 @pytest.fixture

@@ -10,30 +10,14 @@ from typing import Any
 import click
 import pytest
 import yaml
-from pydantic import BaseModel
 
 from modelport.process.cli import main
 from modelport.settings import Settings
+from tests.support.setting_names import is_setting as _is_setting
 
 ROOT = Path(__file__).resolve().parents[3]
 # Environment names the code reads outside the settings object.
 NOT_SETTINGS = {"MODELPORT_CONFIG", "MODELPORT_VENDORA_API_KEY"}
-
-
-def _is_setting(name: str) -> bool:
-    """`MODELPORT_FILES__S3_BUCKET` → settings.files.s3_bucket must be a field."""
-    model: type[BaseModel] = Settings
-    parts = name.removeprefix("MODELPORT_").lower().split("__")
-    for i, part in enumerate(parts):
-        field = model.model_fields.get(part)
-        if field is None:
-            return False
-        if i < len(parts) - 1:
-            nested = field.annotation
-            if not (isinstance(nested, type) and issubclass(nested, BaseModel)):
-                return False
-            model = nested
-    return True
 
 
 def _compose() -> dict[str, Any]:
@@ -105,6 +89,7 @@ def test_dockerfile_env_and_entrypoint() -> None:
         "docs/alerts/README.md",
         "docs/api/operator-alerts.md",
         "docs/architecture.md",
+        "docs/deploy/sso.md",
         *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs/architecture").glob("*.md")),
     ],
 )

@@ -52,6 +52,14 @@ OWNERS: dict[str, Owner] = {
         },
     ),
     "console_sessions": Owner("accounts"),
+    "users": Owner("accounts"),
+    "memberships": Owner("accounts"),
+    "invitations": Owner("accounts"),
+    "user_links": Owner("accounts"),
+    "scim_groups": Owner("accounts"),
+    "scim_group_members": Owner("accounts"),
+    "identities": Owner("accounts"),
+    "mapped_grants": Owner("accounts"),
     "audit_events": Owner("accounts"),
     "team_notifications": Owner(
         "accounts",
@@ -93,6 +101,12 @@ OWNERS: dict[str, Owner] = {
     "operator_alert_state": Owner("alerts"),
     # stored Responses
     "stored_responses": Owner("responses_store"),
+    # the response cache's entries without Redis
+    "response_cache_entries": Owner("response_cache"),
+    "conversations": Owner("responses_store"),
+    "conversation_items": Owner("responses_store"),
+    "background_responses": Owner("responses_store"),
+    "background_response_events": Owner("responses_store"),
 }
 
 _VERBS = {"insert", "update", "delete"}

@@ -80,9 +80,11 @@ async def test_only_an_attempt_that_counts_in_health_cools_a_deployment(counts: 
     router = DeploymentRouter()
     await run(Scripted([429, 200, 200], counts=counts), router)
     assert router.is_cooling(CANDIDATES[0]) is counts
-    if counts:  # left out next time; all of them cooling: unavailable
+    if counts:  # left out next time; all of them cooling: the one back soonest is tried, once
         attempt = Scripted([200, 200, 200], counts=True)
         assert await run(attempt, router) == "200 from acme/chat#1" and attempt.sent == ["acme/chat#1"]
         for candidate in CANDIDATES:
             router.fail(candidate, rate_limited=True)
-        assert await run(Scripted([200, 200, 200], counts=True), router) == "unavailable"
+        last = Scripted([429, 200, 200], counts=True)
+        assert await run(last, router) == "200 from acme/chat#1" and last.sent == ["acme/chat#0", "acme/chat#1"]
+        assert await run(Scripted([200, 200, 200], counts=True), router) == "200 from acme/chat#1"  # back

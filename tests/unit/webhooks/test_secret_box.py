@@ -31,3 +31,11 @@ def test_the_previous_key_opens_and_plain_rows_pass() -> None:
     with pytest.raises(UnreadableSecret, match="MODELPORT_PREVIOUS_SECRET_KEY"):
         SecretBox("key-two").open("team_a", old)
     assert rotated.open("team_a", secret) == secret and not rotated.is_current("team_a", secret)
+
+
+def test_a_secret_sealed_before_the_box_moved_down_still_opens() -> None:
+    # Sealed by the webhook-only box this one replaced (same key label): existing rows keep opening.
+    stored = "mpws1.kgyuxUegOomJegKk1G7v2jRRbiFXTqjMRIU5NeLEXm3ZzJt0bo3UpIR0oo_Ko7q7yeP-n2vbJZl_NGke"
+    box = SecretBox("fixed-test-key")
+    assert box.open("team_fixed", stored) == "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+    assert box.is_current("team_fixed", stored)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from modelport.console.operator import activity, audit, catalog, retention, teams, upstreams
+from modelport.console.operator import activity, audit, catalog, retention, teams, upstreams, users
 
 ROUTERS: tuple[APIRouter, ...] = (
     teams.router,
@@ -17,4 +17,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     activity.router,
     retention.router,
     audit.router,
+    users.router,
 )

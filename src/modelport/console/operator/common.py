@@ -8,6 +8,7 @@ from urllib.parse import urlsplit, urlunsplit
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
+from modelport.accounts.audit import Actor
 from modelport.console.templating import console_root, render
 from modelport.operator.verbs import Operator
 from modelport.web.actor import request_actor
@@ -24,6 +25,7 @@ OPERATOR_NAV = (
     ("/admin/queue", "Queue and workers", "queue"),
     ("/admin/retention", "Retention", "retention"),
     ("/admin/audit", "Audit log", "audit"),
+    ("/admin/users", "Users", "users"),
 )
 _FLASH = "flash"
 MASK = "••••••"  # what the pages show instead of a credential
@@ -41,9 +43,18 @@ def masked_url(url: str | None) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
+def operator_actor(request: Request) -> Actor:
+    """An operator account acts as itself (`user`); an admin-token session as `operator_console`."""
+    found = getattr(request.state, "person", None)
+    base = request_actor(request, "operator_console")
+    if found is None:
+        return base
+    return Actor("user", None, base.request_id, base.client, found.user_id, found.email)
+
+
 def operator(request: Request) -> Operator:
     """The one service every operator action goes through (the admin API and CLI call it too)."""
-    return Operator.for_services(get_services(request), request_actor(request, "operator_console"))
+    return Operator.for_services(get_services(request), operator_actor(request))
 
 
 def flash(request: Request, text: str, *, error: bool = False) -> None:

@@ -117,6 +117,27 @@ async def set_flags(request: Request, team_id: str) -> Response:
     return back(request, f"/admin/teams/{team_id}")
 
 
+@router.post("/teams/{team_id}/cache")
+async def set_cache(request: Request, team_id: str) -> Response:
+    fields = await form_fields(request)
+    try:
+        team = await operator(request).set_cache(
+            team_id, cache=fields.get("cache", ""), tool_calls=fields.get("cache_tool_calls") == "on"
+        )
+    except ServiceError as exc:
+        flash(request, exc.detail or exc.category, error=True)
+    else:
+        flash(request, f"{team.name}'s response cache is {team.cache}.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
+@router.post("/teams/{team_id}/cache/purge")
+async def purge_cache(request: Request, team_id: str) -> Response:
+    team, gone = await operator(request).purge_cache(team_id)
+    flash(request, f"Purged {gone} cached answer{'' if gone == 1 else 's'} of {team.name}.")
+    return back(request, f"/admin/teams/{team_id}")
+
+
 @router.post("/teams/{team_id}/log-days")
 async def set_log_days(request: Request, team_id: str) -> Response:
     raw = (await form_fields(request)).get("log_days", "")

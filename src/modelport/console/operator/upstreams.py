@@ -64,5 +64,6 @@ async def upstreams_page(request: Request) -> Response:
         "recent_errors": errors.rows[:20],
         "mask": MASK,
         "pid": os.getpid(),
+        "routing": services.settings.routing,
     }
     return page(request, "operator/upstreams.html", context)

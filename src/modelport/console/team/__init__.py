@@ -10,6 +10,7 @@ from modelport.console.team import (
     billing,
     keys,
     logs,
+    members,
     notifications,
     overview,
     tasks,
@@ -28,4 +29,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     webhooks.router,
     notifications.router,
     audit.router,
+    members.router,
 )

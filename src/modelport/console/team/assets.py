@@ -7,7 +7,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
-from modelport.console.deps import require_team
+from modelport.accounts.permissions import Permission
+from modelport.console.deps import team_with
 from modelport.console.forms import choice
 from modelport.console.templating import render
 from modelport.media.assets import repository as asset_repo
@@ -21,7 +22,7 @@ PAGE_SIZE = 25
 
 
 @router.get("/assets")
-async def assets_page(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
+async def assets_page(request: Request, auth: AuthContext = Depends(team_with(Permission.USE_MEDIA))) -> Response:
     engine = get_services(request).db
     status = choice(request, "status", ("", *STATUSES), "") or None
     page = query_int(request.query_params.get("page"), "page", low=1, high=100_000, default=1) or 1

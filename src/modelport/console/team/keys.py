@@ -13,19 +13,29 @@ from modelport.accounts.auth import AuthContext
 from modelport.accounts.grants import check_grant
 from modelport.accounts.key_fields import check_key_fields
 from modelport.accounts.models import ApiKey, CreatedKey
-from modelport.accounts.permissions import Permission
+from modelport.accounts.permissions import REFUSAL, Permission, allows
 from modelport.accounts.service import create_key, get_key, list_keys, revoke_key, update_key
 from modelport.billing.key_budget import key_spend_view
-from modelport.console.deps import team_with
+from modelport.console.deps import console_actor, team_with
 from modelport.console.key_forms import form_values, key_form_fields
 from modelport.console.templating import console_root, render
-from modelport.errors import InvalidParameters, NotFound
-from modelport.web.actor import request_actor
+from modelport.errors import Forbidden, InvalidParameters, NotFound
 from modelport.web.deps import get_services
 
 router = APIRouter()
-# Every page and form here, as the keys API: only keys whose role may manage keys (admin keys).
-_manager = team_with(Permission.MANAGE_KEYS)
+# Owners and admins (and admin-key sessions) manage every key of the team; developers signed in as
+# themselves manage their own personal keys only (always `role: member`, as `accounts.grants` holds them).
+_manager = team_with(Permission.MANAGE_OWN_KEYS)
+
+
+def _all_keys(auth: AuthContext) -> bool:
+    """Whether the session manages every key of the team (else only the person's own)."""
+    if allows(auth.team_role, Permission.MANAGE_KEYS):
+        return True
+    if auth.user_id is None:  # a member key's session has no keys of its own
+        raise Forbidden(REFUSAL)
+    return False
+
 
 MAX_NAME = 100
 
@@ -35,6 +45,8 @@ async def _page(
 ) -> Response:
     engine = get_services(request).db
     keys = await list_keys(engine, auth.team_id)
+    if not _all_keys(auth):
+        keys = [k for k in keys if k.owner_user_id == auth.user_id]
     ordered = sorted(keys, key=lambda k: (not k.active, -k.created_at_ms))
     spend = {k.id: await key_spend_view(engine, k.id, k.limits) for k in ordered if k.active}
     context = {
@@ -44,6 +56,7 @@ async def _page(
         "created": created,
         "spend": spend,
         "forms": {k.id: form_values(k) for k in ordered},
+        "may_team_key": auth.user_id is not None and allows(auth.team_role, Permission.MANAGE_KEYS),
     }
     return render(request, "team/keys.html", context, status=status)
 
@@ -55,13 +68,25 @@ async def keys_page(request: Request, auth: AuthContext = Depends(_manager)) -> 
 
 @router.post("/keys")
 async def create(request: Request, auth: AuthContext = Depends(_manager)) -> Response:
+    team_key = (await request.form()).get("team_key") == "on"
+    all_keys = _all_keys(auth)
     fields = await key_form_fields(request)
     name = fields.pop("name", None) or ""
     if len(name) > MAX_NAME:
         raise InvalidParameters(f"a key name is at most {MAX_NAME} characters", param="name")
     check_grant(auth, check_key_fields(fields))
-    actor = request_actor(request, "team_console", key_id=auth.key_id)
-    created = await create_key(get_services(request).db, auth.team_id, name=name or None, fields=fields, actor=actor)
+    actor = console_actor(request, auth)
+    # A person's key is theirs unless an owner or admin marks it a team key; a key session's is the team's.
+    owner = None if auth.user_id is None or (team_key and all_keys) else auth.user_id
+    created = await create_key(
+        get_services(request).db,
+        auth.team_id,
+        name=name or None,
+        fields=fields,
+        actor=actor,
+        created_by=auth.user_id,
+        owner_user_id=owner,
+    )
     # Rendered, not redirected: the key exists in this response only and is never stored.
     return await _page(request, auth, created=created, status=201)
 
@@ -73,6 +98,8 @@ async def _team_key(request: Request, auth: AuthContext, key_id: str) -> ApiKey:
         key = None
     if key is None or key.team_id != auth.team_id:
         raise NotFound(f"no key {key_id[:64]!r}")  # another team's key looks the same as none
+    if not _all_keys(auth) and key.owner_user_id != auth.user_id:
+        raise Forbidden(REFUSAL)
     return key
 
 
@@ -82,7 +109,7 @@ async def edit(request: Request, key_id: str, auth: AuthContext = Depends(_manag
     key = await _team_key(request, auth, key_id)
     fields = await key_form_fields(request)
     check_grant(auth, check_key_fields(fields), key)
-    await update_key(services.db, key.id, fields, actor=request_actor(request, "team_console", key_id=auth.key_id))
+    await update_key(services.db, key.id, fields, actor=console_actor(request, auth))
     services.auth.evict_all()  # this process at once; the others within auth_cache_seconds
     return RedirectResponse(f"{console_root(request)}/keys", status_code=303)
 
@@ -91,6 +118,6 @@ async def edit(request: Request, key_id: str, auth: AuthContext = Depends(_manag
 async def revoke(request: Request, key_id: str, auth: AuthContext = Depends(_manager)) -> Response:
     services = get_services(request)
     key = await _team_key(request, auth, key_id)
-    await revoke_key(services.db, key.id, actor=request_actor(request, "team_console", key_id=auth.key_id))
+    await revoke_key(services.db, key.id, actor=console_actor(request, auth))
     services.auth.evict_all()  # this process at once; the others within auth_cache_seconds
     return RedirectResponse(f"{console_root(request)}/keys", status_code=303)

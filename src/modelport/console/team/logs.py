@@ -19,6 +19,7 @@ from starlette.responses import Response, StreamingResponse
 
 from modelport.accounts import console_sessions
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.permissions import Permission, allows
 from modelport.clock import now_ms
 from modelport.console.deps import require_team
 from modelport.console.forms import as_field, csv_cell, cursor, enum_choice, optional_text, utc_minute
@@ -122,12 +123,14 @@ async def log_detail(request: Request, request_id: str, auth: AuthContext = Depe
     row = await browse.one(get_services(request).db, auth.team_id, request_id)
     if row is None:
         raise NotFound(f"no request {request_id!r} in your team's log")
+    payloads = allows(auth.team_role, Permission.READ_PAYLOADS)  # viewers see the log without bodies
     context = {
         "title": "Request",
         "active": "logs",
         "row": row,
-        "input": _payload(row.input),
-        "result": _payload(row.result),
+        "input": _payload(row.input) if payloads else None,
+        "result": _payload(row.result) if payloads else None,
+        "payloads_hidden": not payloads,
     }
     return render(request, "team/log_detail.html", context)
 
@@ -148,6 +151,11 @@ CSV_HEADER = (
     "svc_user_id",
     "key_id",
     "error",
+    # Appended (issue 37), so readers of the earlier columns by position keep working.
+    "cache",  # hit | miss | skip; empty when the team's response cache is off
+    "served_model",  # the fallback model that answered; empty when the requested model did
+    "previous_response_id",
+    "conversation_id",
 )
 
 
@@ -168,6 +176,10 @@ def _csv_row(r: Any) -> Sequence[object]:
         r.svc_user_id or "",
         r.key_id or "",
         r.error or "",
+        r.cache or "",
+        r.served_model or "",
+        r.previous_response_id or "",
+        r.conversation_id or "",
     )
 
 
@@ -230,9 +242,7 @@ async def logs_tail(request: Request, auth: AuthContext = Depends(require_team))
             if await request.is_disconnected():
                 return
             # The session may have ended since the stream started (sign-out, revocation, suspension).
-            alive = token is not None and await console_sessions.team_session_valid(
-                services.db, token, team_id=team_id, key_id=auth.key_id
-            )
+            alive = token is not None and await _still_signed_in(services.db, token, auth)
             if not alive:
                 yield "event: signed-out\ndata: \n\n"
                 return
@@ -248,3 +258,11 @@ async def logs_tail(request: Request, auth: AuthContext = Depends(require_team))
 
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+async def _still_signed_in(engine: AsyncEngine, token: str, auth: AuthContext) -> bool:
+    """The stream's session is live: a person still a member of the team, or the key's session valid."""
+    if auth.user_id is not None:
+        found = await console_sessions.person_session(engine, token, user_id=auth.user_id)
+        return found is not None and found.team_id == auth.team_id and found.team_role is not None
+    return await console_sessions.team_session_valid(engine, token, team_id=auth.team_id, key_id=auth.key_id)

@@ -13,11 +13,10 @@ from modelport.accounts import notifications
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.permissions import Permission, check_permission
 from modelport.billing import notify
-from modelport.console.deps import require_team
+from modelport.console.deps import console_actor, require_team
 from modelport.console.templating import render
 from modelport.errors import InvalidParameters
 from modelport.team_admin.notifications import check_url
-from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 from modelport.web.query_int import plain_int
 from modelport.web.query_limit import enforce_query_limit
@@ -65,7 +64,7 @@ async def save(request: Request, auth: AuthContext = Depends(require_team)) -> R
     found = notifications.parse(body_from_form(await _form(request)))
     if found.url is not None:
         await check_url(services, found.url)
-    actor = request_actor(request, "team_console", key_id=auth.key_id)
+    actor = console_actor(request, auth)
     await notifications.store(services.db, auth.team_id, found, actor)
     return await _page(request, auth, notice="Settings saved.")
 

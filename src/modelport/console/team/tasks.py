@@ -8,8 +8,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.permissions import Permission
 from modelport.clock import now_ms
-from modelport.console.deps import require_team
+from modelport.console.deps import require_team, team_with
 from modelport.console.forms import enum_choice, optional_text
 from modelport.console.templating import console_root, render
 from modelport.errors import Conflict, NotFound
@@ -76,7 +77,7 @@ async def task_detail(request: Request, task_id: str, auth: AuthContext = Depend
 
 @router.post("/tasks/{task_id}/webhooks/{delivery_id}/redeliver")
 async def redeliver(
-    request: Request, task_id: str, delivery_id: str, auth: AuthContext = Depends(require_team)
+    request: Request, task_id: str, delivery_id: str, auth: AuthContext = Depends(team_with(Permission.USE_MEDIA))
 ) -> Response:
     tasks = get_services(request)[TASKS]
     row = await tasks.get(auth.team_id, task_id)

@@ -7,17 +7,21 @@ from dataclasses import dataclass, field
 
 from fastapi import APIRouter, Depends
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
+from modelport.accounts import audit
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.permissions import Permission, allows
 from modelport.accounts.service import list_keys
 from modelport.clock import now_ms
 from modelport.console.charts import daily
-from modelport.console.deps import require_team
+from modelport.console.deps import require_team, team_with
 from modelport.console.forms import choice, csv_response
-from modelport.console.templating import day, render, usd_plain
+from modelport.console.templating import console_root, day, render, usd_plain
 from modelport.requestlog.store import DAY_MS
 from modelport.requestlog.usage import UsageRow, daily_usage
+from modelport.response_cache import RESPONSE_CACHE
+from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 
 router = APIRouter()
@@ -37,6 +41,9 @@ class Totals:
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
     cost_micros: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_saved_micros: int = 0
     extra: dict[str, str] = field(default_factory=dict)
 
     def add(self, row: UsageRow) -> None:
@@ -48,6 +55,15 @@ class Totals:
         self.cache_write_tokens += row.cache_write_tokens
         self.cache_write_1h_tokens += row.cache_write_1h_tokens
         self.cost_micros += row.cost_micros
+        self.cache_hits += row.cache_hits
+        self.cache_misses += row.cache_misses
+        self.cache_saved_micros += row.cache_saved_micros
+
+    @property
+    def hit_ratio(self) -> str:
+        """Response cache hits among the lookups (skips aside); '-' when the cache was not asked."""
+        asked = self.cache_hits + self.cache_misses
+        return f"{100 * self.cache_hits / asked:.1f}%" if asked else "-"
 
     @property
     def error_rate(self) -> str:
@@ -138,8 +154,22 @@ async def usage_page(request: Request, auth: AuthContext = Depends(require_team)
         "by_key": group(rows, key_label),
         "first_label": day(first),
         "last_label": day(last),
+        "cache_on": auth.cache != "off",
+        "can_purge": allows(auth.team_role, Permission.PURGE_CACHE),
     }
     return render(request, "team/usage.html", context)
+
+
+@router.post("/usage/cache/purge")
+async def purge_cache(request: Request, auth: AuthContext = Depends(team_with(Permission.PURGE_CACHE))) -> Response:
+    """Remove every answer the team's response cache holds (admin keys; the API's `DELETE /api/v1/cache`)."""
+    services = get_services(request)
+    gone = await services[RESPONSE_CACHE].purge(auth.team_id)
+    async with services.db.begin() as conn:
+        actor = request_actor(request, "team_console", key_id=auth.key_id)
+        after = {"entries_purged": gone}
+        await audit.record(conn, actor, "team.cache_purge", team_id=auth.team_id, target=auth.team_id, after=after)
+    return RedirectResponse(f"{console_root(request)}/usage", status_code=303)
 
 
 @router.get("/usage.csv")
@@ -160,6 +190,9 @@ async def usage_csv(request: Request, auth: AuthContext = Depends(require_team))
         "cache_write_tokens",
         "cache_write_1h_tokens",
         "cost_usd",
+        "cache_hits",
+        "cache_misses",
+        "cache_saved_usd",
     )
     out = [
         (
@@ -175,6 +208,9 @@ async def usage_csv(request: Request, auth: AuthContext = Depends(require_team))
             r.cache_write_tokens,
             r.cache_write_1h_tokens,
             usd_plain(r.cost_micros),
+            r.cache_hits,
+            r.cache_misses,
+            usd_plain(r.cache_saved_micros),
         )
         for r in rows
     ]

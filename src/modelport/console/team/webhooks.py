@@ -7,14 +7,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.accounts.auth import AuthContext
+from modelport.accounts.permissions import Permission
 from modelport.clock import now_ms
-from modelport.console.deps import require_team
+from modelport.console.deps import console_actor, team_with
 from modelport.console.templating import render
-from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
 from modelport.webhooks import secrets as team_secrets
 
 router = APIRouter()
+_media = team_with(Permission.USE_MEDIA)  # the tasks' webhooks: developers and up
 
 
 def masked(secret: str) -> str:
@@ -38,24 +39,24 @@ async def _page(request: Request, found: team_secrets.TeamSecrets, *, shown: str
 
 
 @router.get("/webhooks")
-async def webhooks_page(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
+async def webhooks_page(request: Request, auth: AuthContext = Depends(_media)) -> Response:
     services = get_services(request)
     found = await team_secrets.get_or_create(services.db, team_secrets.box_of(services), auth.team_id)
     return await _page(request, found, shown=None, rotated=False)
 
 
 @router.post("/webhooks/reveal")
-async def reveal(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
+async def reveal(request: Request, auth: AuthContext = Depends(_media)) -> Response:
     services = get_services(request)
     found = await team_secrets.get_or_create(services.db, team_secrets.box_of(services), auth.team_id)
     return await _page(request, found, shown=found.secret, rotated=False)
 
 
 @router.post("/webhooks/rotate")
-async def rotate(request: Request, auth: AuthContext = Depends(require_team)) -> Response:
+async def rotate(request: Request, auth: AuthContext = Depends(_media)) -> Response:
     services = get_services(request)
     grace_ms = services.settings.webhooks.previous_secret_seconds * 1000
-    actor = request_actor(request, "team_console", key_id=auth.key_id)
+    actor = console_actor(request, auth)
     rotated = await team_secrets.rotate(
         services.db, team_secrets.box_of(services), auth.team_id, previous_valid_ms=grace_ms, actor=actor
     )

@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -20,7 +22,7 @@ from modelport.media.tasks import scans
 from modelport.media.tasks.executor import TaskExecutor
 from modelport.metrics import TASK_QUEUE_AGE, TASKS_UNFINISHED
 from modelport.metrics import enabled as metrics_enabled
-from modelport.queue import TaskQueue
+from modelport.queue import JobKind, Jobs, TaskQueue
 from modelport.services import ServiceKey
 from modelport.settings import TasksSettings
 from modelport.webhooks.sender import WebhookSender
@@ -30,14 +32,33 @@ TASK_WORKERS: ServiceKey[TaskWorkers] = ServiceKey("task workers")
 PRUNE_KEYS_EVERY_SECONDS = 60.0
 
 
+@dataclass(frozen=True, slots=True)
+class OtherJobs:
+    """Another kind of job these workers run beside media tasks (background responses): its handler, and
+    the reconciler's scan for the ids to queue again, `(queued_before_ms) -> ids` (lost from the queue, or
+    whose run's lease ran out)."""
+
+    kind: JobKind
+    jobs: Jobs
+    needing_a_run: Callable[[int], Awaitable[list[str]]]
+
+
 class Reconciler:
     """Periodically: fail (and refund) tasks past their deadline; queue again the queued tasks the queue may
     have lost (in-memory queue after a restart, a crash between commit and enqueue) and the running tasks
     whose lease ran out (their worker died). Queueing is idempotent, so every process may run this.
     It also sends the team notifications of keys about to expire (`billing.notify.expiring_keys`)."""
 
-    def __init__(self, engine: AsyncEngine, queue: TaskQueue, executor: TaskExecutor, settings: TasksSettings) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        queue: TaskQueue,
+        executor: TaskExecutor,
+        settings: TasksSettings,
+        others: Sequence[OtherJobs] = (),
+    ) -> None:
         self._engine = engine
+        self._others = others
         self._queue = queue
         self._executor = executor
         self._settings = settings
@@ -64,6 +85,8 @@ class Reconciler:
         ids = await scans.needing_a_worker(self._engine, queued_before_ms=cutoff)
         if ids:
             await self._queue.enqueue(ids)
+        for other in self._others:
+            await self._queue.enqueue(await other.needing_a_run(cutoff), other.kind)
         for status, count in (await scans.unfinished_counts(self._engine)).items():
             TASKS_UNFINISHED.labels(status).set(count)
         if metrics_enabled():  # one more query, only where something serves /metrics
@@ -93,11 +116,13 @@ class TaskWorkers:
         executor: TaskExecutor,
         sender: WebhookSender,
         settings: TasksSettings,
+        others: Sequence[OtherJobs] = (),
     ) -> None:
         self.queue = queue
         self.executor = executor
         self.sender = sender
-        self.reconciler = Reconciler(engine, queue, executor, settings)
+        self._others = others
+        self.reconciler = Reconciler(engine, queue, executor, settings, others)
         self._settings = settings
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -116,7 +141,10 @@ class TaskWorkers:
         while not self._stop.is_set():
             try:
                 await self.queue.run(
-                    self.executor.handle, concurrency=self._settings.worker_concurrency, stop=self._stop
+                    self.executor.handle,
+                    concurrency=self._settings.worker_concurrency,
+                    stop=self._stop,
+                    others={other.kind: other.jobs for other in self._others},
                 )
                 return
             except Exception:

@@ -11,6 +11,7 @@ import click
 from modelport.process.cli.data import backup, logs, prune
 from modelport.process.cli.keys import key
 from modelport.process.cli.money import ledger_show, tier, topup
+from modelport.process.cli.people import invite, member, user
 from modelport.process.cli.serving import migrate, serve, worker
 from modelport.process.cli.teams import team
 
@@ -23,10 +24,10 @@ def main() -> None:
 
 @click.group()
 def admin() -> None:
-    """Teams, keys, balances and tiers."""
+    """Teams, keys, people, balances and tiers."""
 
 
 for command in (serve, worker, migrate, admin):
     main.add_command(command)
-for command in (team, key, topup, ledger_show, tier, logs, prune, backup):
+for command in (team, key, topup, ledger_show, tier, logs, prune, backup, user, member, invite):
     admin.add_command(command)

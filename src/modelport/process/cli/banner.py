@@ -17,6 +17,8 @@ class StartupFacts:
     metrics_url: str | None = None
     data_dir_warning: str | None = None
     demo: DemoInfo | None = None
+    # A setup link for the first operator account, while no operator account exists.
+    first_operator_url: str | None = None
 
 
 def banner_lines(settings: Settings, facts: StartupFacts) -> list[str]:
@@ -25,7 +27,7 @@ def banner_lines(settings: Settings, facts: StartupFacts) -> list[str]:
     lines = [
         f"media host:    {media_url}   (public URL {settings.public_media_url or media_url})",
         f"text gateway:  {text_url}   (OpenAI SDK base_url {text_url}/v1, Anthropic SDK base_url {text_url})",
-        f"console:       {settings.public_media_url or media_url}/console/   (sign in with a team API key)",
+        f"console:       {settings.public_media_url or media_url}/console/   (an account or a team API key)",
         f"API reference: {settings.public_media_url or media_url}/docs",
     ]
     if facts.metrics_url is not None:
@@ -44,6 +46,8 @@ def banner_lines(settings: Settings, facts: StartupFacts) -> list[str]:
         lines.append(f"user URL fetches also trust the CA file {settings.net.ca_bundle} (MODELPORT_NET__CA_BUNDLE)")
     if facts.processes > 1 and not settings.redis_url:
         lines.append("warning: --workers > 1 without MODELPORT_REDIS_URL: rate limits are counted per process")
+    if facts.first_operator_url is not None:
+        lines.append(f"first operator: set up the operator account at {facts.first_operator_url}   (works once)")
     lines.append(facts.local_model)
     demo = facts.demo
     if demo is not None and demo.new_key:

@@ -16,6 +16,8 @@ from modelport.catalog import CatalogFileError
 from modelport.errors import ServiceError
 from modelport.operator.verbs import Operator
 from modelport.process.bootstrap import PRIVATE_UMASK, StartupError, ensure_schema
+from modelport.response_cache import make_store
+from modelport.services import make_redis
 from modelport.settings import Settings, load_settings
 from modelport.storage.db import create_engine
 from modelport.web.envelope import encode_json
@@ -55,7 +57,18 @@ def run_db(settings: Settings, action: Callable[[Any], Awaitable[T]], *, migrate
 
 def operate(settings: Settings, action: Callable[[Operator], Awaitable[T]]) -> T:
     """Run one operator verb (`operator.verbs`, the same service the admin API and console call)."""
-    return run_db(settings, lambda engine: action(Operator(engine, settings.tiers, actor=Actor("operator_cli"))))
+
+    async def run(engine: Any) -> T:
+        # The response cache's store (Redis when configured): turning a team's cache off purges it.
+        redis = make_redis(settings.redis_url) if settings.redis_url else None
+        try:
+            cache = make_store(settings, engine, redis)
+            return await action(Operator(engine, settings.tiers, actor=Actor("operator_cli"), cache=cache))
+        finally:
+            if redis is not None:
+                await redis.aclose()
+
+    return run_db(settings, run)
 
 
 def emit(as_json: bool, data: Any, text: str) -> None:

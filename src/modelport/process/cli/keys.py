@@ -7,7 +7,10 @@ from typing import Any
 
 import click
 
+from modelport.accounts.models import CreatedKey
+from modelport.accounts.users import get_user
 from modelport.errors import ServiceError
+from modelport.operator.verbs import Operator
 from modelport.process.cli.common import emit, load, operate
 
 
@@ -60,10 +63,16 @@ _LIMIT_NAMES = ("name", "spend_limit_usd", "spend_limit_period", "models", "rpm"
 @key.command("create")
 @click.argument("team_ref", metavar="TEAM")
 @_key_limit_options
+@click.option("--owner", default=None, metavar="EMAIL", help="A personal key of this member (default: a team key).")
 @click.option("--json", "as_json", is_flag=True)
-def key_create(team_ref: str, as_json: bool, **options: Any) -> None:
+def key_create(team_ref: str, as_json: bool, owner: str | None, **options: Any) -> None:
     fields = _key_fields(options)
-    created = operate(load(), lambda op: op.create_key(team_ref, fields=fields))
+
+    async def action(op: Operator) -> CreatedKey:
+        owner_id = None if owner is None else (await get_user(op.engine, owner)).id
+        return await op.create_key(team_ref, fields=fields, owner_user_id=owner_id)
+
+    created = operate(load(), action)
     emit(
         as_json,
         {

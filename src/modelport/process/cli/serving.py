@@ -59,6 +59,12 @@ def serve(processes: int, host: str | None, media_port: int | None, text_port: i
         update={"media_port": media_sock.getsockname()[1], "text_port": text_sock.getsockname()[1]}
     )
     metrics = launch.start_metrics(settings, processes)
+    from modelport.operator.people import People
+
+    # While no operator account exists: a setup link for the first one (a new one at each start).
+    first_operator = run_db(
+        settings, lambda engine: People(engine, settings).first_operator_link(), migrate_sqlite=False
+    )
     allowed = sorted(settings.net.allowed_pairs())
     if allowed or settings.net.ca_bundle is not None:
         logging.getLogger("modelport.net").warning(
@@ -70,6 +76,7 @@ def serve(processes: int, host: str | None, media_port: int | None, text_port: i
         metrics_url=None if metrics is None else metrics.url,
         data_dir_warning=data_dir_warning,
         demo=demo,
+        first_operator_url=first_operator,
     )
     click.echo("\n".join(banner_lines(settings, facts)), err=False)
     sys.stdout.flush()

@@ -59,18 +59,44 @@ def _on_off(value: str | None) -> bool | None:
     metavar="N",
     help="The team's request-log window in days (fractions allowed; 0: forever; 'default': the deployment's).",
 )
+@click.option(
+    "--cache",
+    type=click.Choice(["off", "team", "key"]),
+    default=None,
+    help="The response cache: off, shared by the team's keys, or per key (off purges its entries).",
+)
+@click.option(
+    "--cache-tool-calls", type=click.Choice(["on", "off"]), default=None, help="Store answers with tool calls."
+)
 @click.option("--json", "as_json", is_flag=True)
 def team_set(
-    team_ref: str, asset_service: str | None, log_retention: str | None, log_days: str | None, as_json: bool
+    team_ref: str,
+    asset_service: str | None,
+    log_retention: str | None,
+    log_days: str | None,
+    cache: str | None,
+    cache_tool_calls: str | None,
+    as_json: bool,
 ) -> None:
     async def action(op: Operator) -> Team:
         updated = await op.set_flags(
             team_ref, asset_service=_on_off(asset_service), log_retention=_on_off(log_retention)
         )
+        if cache is not None or cache_tool_calls is not None:
+            updated = await op.set_cache(team_ref, cache=cache, tool_calls=_on_off(cache_tool_calls))
         return updated if log_days is None else await op.set_log_days(team_ref, log_days)
 
     updated = operate(load(), action)
     emit(as_json, updated.to_public(), f"updated team {updated.name}")
+
+
+@team.command("purge-cache")
+@click.argument("team_ref", metavar="TEAM")
+@click.option("--json", "as_json", is_flag=True)
+def team_purge_cache(team_ref: str, as_json: bool) -> None:
+    """Remove every answer TEAM's response cache holds."""
+    found, gone = operate(load(), lambda op: op.purge_cache(team_ref))
+    emit(as_json, {"team": found.to_public(), "entries_purged": gone}, f"purged {gone} cached answers of {found.name}")
 
 
 @team.command("suspend")

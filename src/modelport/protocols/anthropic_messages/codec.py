@@ -140,7 +140,12 @@ def _auth(api_key: str) -> dict[str, str]:
 # official SDK's convention; `upstream_path` carries it).
 UPSTREAM_KINDS = {
     "anthropic": UpstreamKindSpec(
-        "max_tokens", 64_000, "https://api.anthropic.com", _auth, count_tokens_path="/v1/messages/count_tokens"
+        "max_tokens",
+        64_000,
+        "https://api.anthropic.com",
+        _auth,
+        count_tokens_path="/v1/messages/count_tokens",
+        models_path="/v1/models",
     ),
 }
 

@@ -128,6 +128,8 @@ CODEC = ProtocolCodec(
     usage_sniffer=usage.ChatUsageSniffer,
     error_body=openai_error_body,
     request_schema=openapi.REQUEST,
+    # How the answer streams (usage chunk or not) does not change it.
+    cache_neutral=frozenset({"stream_options"}),
     response_schema=openapi.RESPONSE,
     is_usage_only=is_usage_only,
     model_fields=model_fields,

@@ -12,11 +12,18 @@ from typing import Any
 
 import orjson
 
-from modelport.core.codec import ClientRoute, ProtocolCodec, UpstreamKindSpec
+from modelport.core.codec import ClientRoute, ProtocolCodec, TokenCount, UpstreamKindSpec
 from modelport.core.messages import CanonicalRequest
 from modelport.core.response import CanonicalResponse
 from modelport.protocols.openai_common import model_fields, model_list_fields, openai_error_body
-from modelport.protocols.openai_responses import openapi, request_decode, request_encode, response, stored, usage
+from modelport.protocols.openai_responses import (
+    openapi,
+    request_decode,
+    request_encode,
+    response,
+    stored,
+    usage,
+)
 from modelport.protocols.openai_responses.stream_decode import ResponsesStreamDecoder
 from modelport.protocols.openai_responses.stream_encode import ResponsesStreamEncoder
 from modelport.protocols.wire_errors import error_event_message, upstream_fault
@@ -59,6 +66,24 @@ def _no_headers(client_headers: Mapping[str, str]) -> dict[str, str]:
 
 def _decode_request(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> CanonicalRequest:
     return request_decode.decode_request(body)
+
+
+def _decode_count_request(body: dict[str, Any], headers: Mapping[str, str]) -> CanonicalRequest:
+    """An `input_tokens` body, validated as a Responses request (the gateway has put the items of its
+    `previous_response_id` or `conversation` before its input already)."""
+    return request_decode.decode_request({**body, "input": body.get("input", [])})
+
+
+def _count_body(body: dict[str, Any], upstream_model: str) -> dict[str, Any]:
+    return {**{k: v for k, v in body.items() if k not in ("stream", "store", "background")}, "model": upstream_model}
+
+
+def _read_count(raw: bytes) -> int | None:
+    try:
+        counted = orjson.loads(raw).get("input_tokens")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return counted if isinstance(counted, int) and counted >= 0 else None
 
 
 def _encode_response(resp: CanonicalResponse, model: str, *, request: CanonicalRequest | None = None) -> dict[str, Any]:
@@ -105,5 +130,16 @@ CODEC = ProtocolCodec(
     response_schema=openapi.RESPONSE,
     model_fields=model_fields,
     model_list_fields=model_list_fields,
+    token_count=TokenCount(
+        "/v1/responses/input_tokens",
+        "Count the input tokens of a Responses request",
+        _decode_count_request,
+        _count_body,
+        _read_count,
+        required_fields=("model",),
+        answer_fields={"object": "response.input_tokens"},
+    ),
     server_state=stored.SERVER_STATE,
+    # Whether the answer is kept, how it streams, and whether `stream: false` was written out.
+    cache_neutral=frozenset({"store", "stream_options", "_stream_false"}),
 )

@@ -3,7 +3,8 @@
 The real API repeats the effective request settings in every Response (and in the ``response`` of the
 stream's lifecycle events). When the gateway passes the client's `CanonicalRequest` they are echoed from
 it; otherwise the API's defaults are shown. ``store`` is false unless the gateway keeps the response (it
-sets ``_stored`` on the request, and ``_previous_response_id`` when the request continued a stored one:
+sets ``_stored`` on the request, ``_previous_response_id`` when the request continued a stored one and
+``_conversation_id`` when it continued a conversation:
 docs/api/stored-responses.md).
 """
 
@@ -67,6 +68,8 @@ def echo_fields(req: CanonicalRequest | None) -> dict[str, Any]:
             out["store"] = True
         if req.extras.get("_previous_response_id") is not None:
             out["previous_response_id"] = req.extras["_previous_response_id"]
+        if req.extras.get("_conversation_id") is not None:
+            out["conversation"] = {"id": req.extras["_conversation_id"]}
     else:
         out["instructions"] = req.system_text or None
     out["max_output_tokens"] = req.max_output_tokens

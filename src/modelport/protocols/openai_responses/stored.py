@@ -10,9 +10,14 @@ import orjson
 
 from modelport.core.codec import ServerState
 from modelport.errors import InvalidParameters, NotFound
+from modelport.protocols.openai_responses.background import BACKGROUND_WIRE
+from modelport.protocols.openai_responses.conversations import CONVERSATION_WIRE
+from modelport.protocols.openai_responses.listing import listed_message, page
 
 # The stream events that carry the final response object.
 _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete"})
+# The request fields that name state the gateway keeps: never sent on.
+_SERVER_REFERENCES = frozenset({"previous_response_id", "conversation"})
 
 
 def previous_id(body: dict[str, Any]) -> str | None:
@@ -37,8 +42,8 @@ def input_items(body: dict[str, Any]) -> list[Any]:
 
 def chain(body: dict[str, Any], earlier: list[Any]) -> dict[str, Any]:
     """The body with the earlier items before its input (an input of another type is left for the decoder
-    to refuse) and no `previous_response_id`."""
-    out = {k: v for k, v in body.items() if k != "previous_response_id"}
+    to refuse) and no `previous_response_id` or `conversation` (the gateway keeps both)."""
+    out = {k: v for k, v in body.items() if k not in _SERVER_REFERENCES}
     if isinstance(out.get("input"), str | list):
         out["input"] = earlier + input_items(body)
     return out
@@ -84,35 +89,9 @@ def with_ids(rid: str, items: Sequence[Any]) -> list[Any]:
         if isinstance(item, dict):
             item = item if isinstance(item.get("id"), str) else {"id": f"msg_{tail}_{i}", **item}
             if item.get("type", "message") == "message":
-                item = _listed_message(item)
+                item = listed_message(item)
         listed.append(item)
     return listed
-
-
-def _listed_message(item: dict[str, Any]) -> dict[str, Any]:
-    item = {**item, "type": "message"}
-    item.setdefault("status", "completed")
-    if isinstance(item.get("content"), str):
-        kind = "output_text" if item.get("role") == "assistant" else "input_text"
-        item["content"] = [{"type": kind, "text": item["content"]}]
-    return item
-
-
-def page(items: Sequence[Any], *, limit: int, after: str | None, order: str) -> dict[str, Any]:
-    """One page of a list in the protocol's shape: `order` desc lists the last item first; `after` is the id
-    of the item the page starts after (unknown: an empty page)."""
-    ordered = list(reversed(items)) if order == "desc" else list(items)
-    if after is not None:
-        ids = [item.get("id") if isinstance(item, dict) else None for item in ordered]
-        ordered = ordered[ids.index(after) + 1 :] if after in ids else []
-    data = ordered[:limit]
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0].get("id") if data else None,
-        "last_id": data[-1].get("id") if data else None,
-        "has_more": len(ordered) > limit,
-    }
 
 
 def items_page(rid: str, items: list[Any], limit: int, after: str | None, order: str) -> dict[str, Any]:
@@ -134,4 +113,6 @@ SERVER_STATE = ServerState(
     response_id=response_id,
     items_page=items_page,
     deleted=deleted,
+    conversations=CONVERSATION_WIRE,
+    background=BACKGROUND_WIRE,
 )

@@ -28,7 +28,7 @@ def test_a_plain_start_names_both_hosts_the_console_and_the_reference(tmp_path: 
         "media host:    http://127.0.0.1:8080   (public URL http://127.0.0.1:8080)",
         "text gateway:  http://127.0.0.1:8081   (OpenAI SDK base_url http://127.0.0.1:8081/v1,"
         " Anthropic SDK base_url http://127.0.0.1:8081)",
-        "console:       http://127.0.0.1:8080/console/   (sign in with a team API key)",
+        "console:       http://127.0.0.1:8080/console/   (an account or a team API key)",
         "API reference: http://127.0.0.1:8080/docs",
         READY,
     ]
@@ -49,7 +49,7 @@ def test_warnings_metrics_and_a_new_demo_key_each_get_their_line(tmp_path: Path)
         "media host:    http://0.0.0.0:1   (public URL http://media.example)",
         "text gateway:  http://0.0.0.0:2   (OpenAI SDK base_url http://0.0.0.0:2/v1,"
         " Anthropic SDK base_url http://0.0.0.0:2)",
-        "console:       http://media.example/console/   (sign in with a team API key)",
+        "console:       http://media.example/console/   (an account or a team API key)",
         "API reference: http://media.example/docs",
         "metrics:       http://0.0.0.0:9100/metrics   (Prometheus text format)",
         "warning: the data directory is readable by others",

@@ -10,6 +10,7 @@ import pytest
 
 from modelport.errors import InvalidParameters, NotFound
 from modelport.protocols.openai_responses.codec import CODEC
+from modelport.protocols.openai_responses.listing import page
 from modelport.protocols.openai_responses.stored import (
     SERVER_STATE,
     chain,
@@ -17,7 +18,6 @@ from modelport.protocols.openai_responses.stored import (
     input_items,
     keeps,
     output_items,
-    page,
     previous_id,
     with_ids,
 )
