@@ -108,6 +108,7 @@ fi
 
 mkdir -p test-artifacts
 rm -f test-artifacts/cpu-*.json .coverage .coverage.*  # this run's CPU per test file and coverage only
+rm -rf test-artifacts/timeouts
 workers=${MODELPORT_TEST_WORKERS:-2}
 # Each stage keeps its own coverage data; they are combined, reported and held to the floor (fail_under in
 # pyproject.toml) once both have ended. A run given arguments (a subset) reports coverage without the floor.
@@ -155,5 +156,10 @@ stage "coverage of both stages" coverage_report || failed=1
 # Where the CPU went (both stages, the test processes and the servers and CLIs they started), costliest first.
 echo "==> CPU seconds per test file (tests/support/cpu_report.py)"
 .venv/bin/python -m tests.support.cpu_report 25 || true
+if [ "$failed" != 0 ]; then
+  # Last, where CI's excerpt of the output reaches: what failed and, for a timeout, where the servers stalled.
+  echo "==> the failures again (tests/support/failure_report.py)"
+  .venv/bin/python -m tests.support.failure_report 80 || true
+fi
 echo "==> the whole run: $((SECONDS - started)) s"
 exit "$failed"

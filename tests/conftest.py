@@ -11,8 +11,10 @@ that times out (pytest-timeout) fails with the stacks of the modelport processes
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import AsyncIterator, Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -59,14 +61,48 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(relative.as_posix()))
 
 
+# The stacks are taken shortly before pytest-timeout fires: its signal unwinds the test, and a server the
+# test started in a `with` block is stopped before any report hook runs.
+_STACKS_AHEAD_SECONDS = 20.0
+_early_stacks = pytest.StashKey[str]()
+_stack_timer = pytest.StashKey[threading.Timer]()
+
+
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    """Beside pytest-timeout's own timer (returning None lets its hook run too)."""
+    timeout = float(settings.timeout or 0)
+    if timeout <= 0:
+        return
+
+    def take() -> None:
+        item.stash[_early_stacks] = modelport_stacks()
+
+    timer = threading.Timer(max(timeout - _STACKS_AHEAD_SECONDS, timeout * 0.8), take)
+    timer.daemon = True
+    timer.name = f"modelport stacks before the timeout of {item.nodeid}"
+    item.stash[_stack_timer] = timer
+    timer.start()
+
+
+def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
+    timer = item.stash.get(_stack_timer, None)
+    if timer is not None:
+        timer.cancel()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.when == "call" and report.failed and "Timeout (>" in report.longreprtext:
-        # The servers are still up here (fixtures tear down after this report): say where they stalled.
-        report.sections.append(("modelport processes at the timeout", modelport_stacks()))
+    if report.failed and "Timeout (>" in report.longreprtext:
+        stacks = item.stash.get(_early_stacks, None) or modelport_stacks()
+        report.sections.append(("modelport processes shortly before the timeout", stacks))
+        # CI keeps the end of a run's output: scripts/test.sh prints these files last.
+        out = Path("test-artifacts") / "timeouts"
+        out.mkdir(parents=True, exist_ok=True)
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in item.nodeid)[-150:]
+        (out / f"{name}.txt").write_text(f"{item.nodeid}\n{report.longreprtext[-4000:]}\n{stacks}")
     return report
 
 

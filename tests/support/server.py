@@ -6,11 +6,13 @@ Ports are picked by the OS (port 0) and read back from the start-up banner, toge
 from __future__ import annotations
 
 import os
+import queue
 import re
 import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.databases import migrated_sqlite_file
+from tests.support.stacks import modelport_stacks
 
 _URL_RE = re.compile(r"^(media host|text gateway):\s+(http://\S+)")
 _KEY_RE = re.compile(r"^demo API key:\s+(\S+)")
@@ -88,7 +91,7 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
 def run_server(
     data_dir: Path,
     *args: str,
-    startup_timeout: float = 60,
+    startup_timeout: float = 120,
     env: dict[str, str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
     python_args: Sequence[str] = ("-m", "modelport"),
@@ -131,13 +134,29 @@ def run_server(
 
 
 def _read_banner(process: subprocess.Popen[str], env: dict[str, str], timeout: float) -> RunningServer:
+    """The URLs and demo key from the start-up banner, within `timeout` (a reading thread: a server stuck
+    before its banner must fail the test within the timeout, not block it on `readline`)."""
     assert process.stdout is not None
+    stdout = process.stdout
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        while True:
+            line = stdout.readline()
+            lines.put(line)
+            if not line or line.startswith(("demo API key:", "demo team ")):
+                return
+
+    threading.Thread(target=read, name="banner reader", daemon=True).start()
     urls: dict[str, str] = {}
     key: str | None = None
     banner: list[str] = []
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise RuntimeError(f"no whole banner within {timeout} s; so far: {banner}\n{modelport_stacks()}") from None
         if not line:
             raise RuntimeError(f"server exited early with {process.wait()}; banner so far: {banner}")
         banner.append(line.rstrip("\n"))
