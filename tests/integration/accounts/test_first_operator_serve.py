@@ -84,9 +84,7 @@ def _listed(server: RunningServer) -> dict[str, list[str]]:
     plain = server.cli("admin", "user", "list")
     as_json = server.cli("admin", "user", "list", "--json")
     assert plain.returncode == 0 and as_json.returncode == 0, (plain.stderr, as_json.stderr)
-    scim = httpx.get(
-        server.media_url + "/scim/v2/Users", headers={"Authorization": f"Bearer {SCIM_TOKEN}"}, timeout=30
-    )
+    scim = httpx.get(server.media_url + "/scim/v2/Users", headers={"Authorization": f"Bearer {SCIM_TOKEN}"}, timeout=30)
     assert scim.status_code == 200, scim.text
     email = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
     return {
