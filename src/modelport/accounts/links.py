@@ -32,7 +32,7 @@ from modelport.accounts.users import (
     user_in,
 )
 from modelport.clock import now_ms
-from modelport.errors import Conflict, Gone, NotFound
+from modelport.errors import Conflict, Gone, InvalidParameters, NotFound
 from modelport.ids import new_id
 
 NO_LONGER_VALID = "This link is no longer valid"
@@ -113,7 +113,10 @@ async def redeem_link(
         changes: dict[str, Any] = {}
         if name is not None:
             changes["name"] = check_name(name)
-        if email is not None and found.email == FIRST_OPERATOR_EMAIL:
+        if found.email == FIRST_OPERATOR_EMAIL and not found.password_set:
+            # The placeholder becomes the person's account: with their email, never the placeholder's.
+            if email is None:
+                raise InvalidParameters("email is required: the operator account's own email", param="email")
             changes["email"] = check_email(email)
             changes["email_key"] = email_key(email)
             if await user_in(conn, email) is not None:

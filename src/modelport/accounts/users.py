@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy import ColumnElement, Row, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -146,9 +146,18 @@ async def get_user(engine: AsyncEngine, ref: str) -> User:
     return found
 
 
+def not_placeholder() -> ColumnElement[bool]:
+    """Rows other than the first operator's placeholder before its setup: the placeholder is no one yet (its
+    setup page asks for the person's email), so the lists of people leave it out; once set up it is the
+    person's account, with their email."""
+    return ~((users.c.email_key == FIRST_OPERATOR_EMAIL) & users.c.password_hash.is_(None))
+
+
 async def list_users(engine: AsyncEngine) -> list[User]:
+    """Every user but the first operator's placeholder before its setup (`not_placeholder`)."""
+    stmt = select(users).where(not_placeholder()).order_by(users.c.created_at_ms, users.c.id)
     async with engine.connect() as conn:
-        rows = (await conn.execute(select(users).order_by(users.c.created_at_ms, users.c.id))).all()
+        rows = (await conn.execute(stmt)).all()
         found = (await conn.execute(select(memberships).order_by(memberships.c.joined_at_ms))).all()
     by_user: dict[str, list[tuple[str, str]]] = {}
     for m in found:

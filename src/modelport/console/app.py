@@ -22,7 +22,7 @@ from modelport.console.csrf import verify_csrf
 from modelport.console.errors import CatchUnexpected, install_error_pages
 from modelport.console.form_limits import limit_form
 from modelport.console.oidc_provider import OidcProvider
-from modelport.console.sessions import middleware_options
+from modelport.console.sessions import RenewSession, middleware_options
 from modelport.console.team import ROUTERS as TEAM_ROUTERS
 from modelport.services import Services
 
@@ -96,6 +96,7 @@ def create_console_app(services: Services, routers: Sequence[APIRouter] = ()) ->
     for router in console_routers(routers):
         app.include_router(router)
     app.add_middleware(CatchUnexpected)  # inside the sessions: the 500 page still has the session
+    app.add_middleware(RenewSession)  # inside the sessions too: it marks the session for re-signing
     app.add_middleware(SessionMiddleware, **middleware_options(services))
     app.add_middleware(SecurityHeaders, form_targets=_origins(settings.oidc.issuer))
     return app

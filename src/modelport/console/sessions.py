@@ -16,7 +16,9 @@ import hmac
 import secrets
 from typing import Any
 
+from starlette.middleware.sessions import Session
 from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelport.accounts import console_sessions
 from modelport.accounts.keys import VISIBLE_PREFIX_LENGTH
@@ -65,6 +67,30 @@ def middleware_options(services: Services) -> dict[str, Any]:
         "same_site": "lax",
         "https_only": secure_cookie(services.settings),
     }
+
+
+class RenewSession:
+    """Inside `SessionMiddleware`: every response to a request with a session re-signs its cookie (a new
+    signed time and `Max-Age`), so `session_idle_seconds` counts from the last request, not from sign-in.
+    Starlette sets the cookie only when the session changed; this marks a non-empty session changed as the
+    response starts (an emptied one is left alone: its cookie is cleared)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_renewed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                session = scope.get("session")
+                if isinstance(session, Session) and session:
+                    session.mark_modified()
+            await send(message)
+
+        await self.app(scope, receive, send_renewed)
 
 
 def session_expired(request: Request, settings: Settings) -> bool:

@@ -15,7 +15,7 @@ from modelport.accounts import audit
 from modelport.accounts.audit import Actor
 from modelport.accounts.scim import groups
 from modelport.accounts.tables import users
-from modelport.accounts.users import check_email, check_name, create_user_in, email_key, update_user
+from modelport.accounts.users import check_email, check_name, create_user_in, email_key, not_placeholder, update_user
 from modelport.clock import now_ms
 from modelport.errors import Conflict, NotFound
 
@@ -65,7 +65,8 @@ def _from_row(row: Row[Any]) -> ScimUser:
     )
 
 
-_LIVE = users.c.scim_deleted_at_ms.is_(None)
+# not deleted through SCIM, and not the first operator's placeholder before its setup (no one yet)
+_LIVE = users.c.scim_deleted_at_ms.is_(None) & not_placeholder()
 # a user's SCIM userName, compared case-insensitively: the one SCIM sent, else the email
 _user_name_key = func.coalesce(users.c.scim_user_name_key, users.c.email_key)
 
