@@ -162,7 +162,7 @@ def test_each_response_renews_the_cookie_so_only_an_idle_session_ends(tmp_path: 
     """`SESSION_IDLE_SECONDS` counts from the last request: a person active for longer than it stays signed
     in; the cookie of one idle for longer is refused by the server (its signed time is too old), even sent
     by a client that ignores `Max-Age`."""
-    idle = 6
+    idle = 8  # a page answered within 8 s even on a loaded machine
     env = {"MODELPORT_ADMIN_TOKEN": TOKEN, "MODELPORT_CONSOLE__SESSION_IDLE_SECONDS": str(idle)}
     with run_server(tmp_path, env=env) as server:
         assert admin(server, TOKEN, "POST", "/teams", json={"name": "renewals"}).status_code == 200
@@ -176,7 +176,7 @@ def test_each_response_renews_the_cookie_so_only_an_idle_session_ends(tmp_path: 
         assert signed_in.status_code == 303, signed_in.text
         started = time.monotonic()
         pages = 0
-        while time.monotonic() - started < 2.5 * idle:  # active well past the idle timeout
+        while time.monotonic() - started < 2 * idle:  # active well past the idle timeout
             page = person.request("GET", "/")
             assert page.status_code == 200, (round(time.monotonic() - started, 1), page.headers.get("location"))
             pages += 1
