@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from modelport.billing import notify
@@ -109,21 +109,25 @@ class Metering:
         `Admission` until `settle` gives them back; a refusal gives back what it had taken."""
         tier = self._settings.tier(ctx.auth.tier)
         team = ctx.auth.team_id
-        decision = await self._limiters.rate.hit(f"team:{team}:inference", tier.inference_rpm)
-        headers = rate_limit_headers(decision)
-        if not decision.allowed:
-            limited = rate_limited_error(decision, f"inference rate limit of {tier.inference_rpm} requests per minute")
-            self._log_refusal(ctx, limited.status, limited.text_message)
-            raise limited
         limits = ctx.auth.limits
-        if limits is not None and limits.rpm is not None:
-            await self._rate(
-                ctx,
-                key_rpm_limiter_key(ctx.auth.key_id),
-                limits.rpm,
-                1,
-                "this API key's rate limit of {} requests per minute",
-            )
+        headers: Mapping[str, str] = {}
+        if ctx.background_run is None:  # a background response's run: counted when the response was created
+            decision = await self._limiters.rate.hit(f"team:{team}:inference", tier.inference_rpm)
+            headers = rate_limit_headers(decision)
+            if not decision.allowed:
+                limited = rate_limited_error(
+                    decision, f"inference rate limit of {tier.inference_rpm} requests per minute"
+                )
+                self._log_refusal(ctx, limited.status, limited.text_message)
+                raise limited
+            if limits is not None and limits.rpm is not None:
+                await self._rate(
+                    ctx,
+                    key_rpm_limiter_key(ctx.auth.key_id),
+                    limits.rpm,
+                    1,
+                    "this API key's rate limit of {} requests per minute",
+                )
         hold = output_hold(ctx, self._settings.credit.min_output_tokens)
         tokens = 0
         counted: tuple[Counted, ...] = ()  # the token counts made, given back if refused
@@ -328,6 +332,18 @@ class Metering:
             self._spawn_release(admission.lease)
         if self.log_sink is not None:
             self.log_sink(ctx, outcome, usage, priced)
+
+    def void(self, ctx: RequestContext) -> None:
+        """Give back what admission took (the hold, the in-flight slot, the counted tokens), charging and
+        logging nothing: a background response checked at its creation, or an attempt of one that does not
+        count (cut by its process's end, or taken over by another attempt)."""
+        admission = ctx.admission
+        if admission.counted:
+            self._return_tokens(admission.counted)
+        if admission.allocation is not None:
+            self._credit.settle(admission.allocation, 0, ctx.request_id)
+        if admission.lease is not None:
+            self._spawn_release(admission.lease)
 
     def refuse(self, refusal: Refusal) -> None:
         if self.log_sink is not None:
