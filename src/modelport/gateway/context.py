@@ -4,7 +4,7 @@ it ended (`Outcome`, built by the pipeline alone from what the upstream caller a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +59,13 @@ class BackgroundRun:
 
     unbilled: bool = False
     ending: bool = False  # the attempt is writing its end: a shutdown lets it finish rather than cut it
+
+    def settle(self, settle: Callable[[], None], void: Callable[[], None]) -> None:
+        """The attempt's settlement, decided when it runs: `void` (unbilled) when the runner said so."""
+        if self.unbilled:
+            void()
+        else:
+            settle()
 
 
 @dataclass(slots=True)

@@ -31,7 +31,6 @@ from modelport.gateway.call_metrics import record_call
 from modelport.gateway.context import (
     CLIENT_GONE,
     Admission,
-    BackgroundRun,
     Outcome,
     Refusal,
     Relayed,
@@ -330,21 +329,12 @@ class TextGateway:
             cost = _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
             settle = _settled
         if ctx.background_run is not None:
-            settle = partial(_settle_run, ctx.background_run, settle, partial(self.metering.void, ctx))
+            settle = partial(ctx.background_run.settle, settle, partial(self.metering.void, ctx))
         # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
         if ctx.cache is not None and self.cached is not None:
             self.cached.keep(ctx, outcome, cost)  # stored only when it ended well
         return settle
-
-
-def _settle_run(run: BackgroundRun, settle: Callable[[], None], void: Callable[[], None]) -> None:
-    """A background attempt's settlement, decided when it runs: unbilled (`void`) when the runner says the
-    attempt does not count."""
-    if run.unbilled:
-        void()
-    else:
-        settle()
 
 
 async def _whole_body(call: OpenCall, timings: Timings) -> bytes:
