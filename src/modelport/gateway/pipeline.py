@@ -181,9 +181,10 @@ class TextGateway:
             raise
         if background is not None and self.background is not None:
             # Checked like any request (body, chain, model, rate limits and balance: 429 or 402 now, as for a
-            # request answered at once; its requests per minute are counted here); run later, by the task
-            # workers, whose admission checks the balance again and holds what the run may cost.
-            admission = await self.metering.admit(ctx)
+            # request answered at once; its requests per minute are counted here; not the team's concurrency:
+            # it waits in the queue); run later, by the task workers, whose admission checks the balance
+            # again and holds what the run may cost.
+            admission = await self.metering.admit(ctx, in_flight=False)
             ctx.admission = admission
             self.metering.void(ctx)
             rid = codec.response_id_prefix + ctx.request_id.removeprefix("req_")

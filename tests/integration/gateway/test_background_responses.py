@@ -373,7 +373,16 @@ def test_refused_with_402_at_creation_when_the_team_cannot_pay(gw: Gateway) -> N
         headers={"Authorization": f"Bearer {paying}"},
     )
     assert answer.status_code == 200 and "x-ratelimit-limit" in answer.headers, answer.headers
-    _wait_status(_client(gw, paying), answer.json()["id"], FINISHED)
+    assert _wait_status(_client(gw, paying), answer.json()["id"], FINISHED).status == "completed"
+    # Its requests per minute were counted once, at creation: not again by its run.
+    after = httpx.post(
+        gw.server.text_url + "/v1/responses",
+        json={"model": "fake/chat", "input": "y"},
+        headers={"Authorization": f"Bearer {paying}"},
+    )
+    assert after.status_code == 200
+    before = int(answer.headers["x-ratelimit-remaining"])
+    assert int(after.headers["x-ratelimit-remaining"]) >= before - 1, (before, after.headers)
 
 
 def test_a_run_that_can_no_longer_pay_fails_unbilled(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -28,6 +28,7 @@ from modelport.responses_store.store import ResponseStore
 RID = "resp_takeover"
 AUTH = AuthContext(key_id="key_a", key_prefix="sk-a", team_id="team_a", team_name="a", tier="default")
 LIFETIME_MS = 3_600_000
+Frames = Callable[[], AsyncGenerator[bytes, None]]
 
 
 class _Queue:
@@ -39,10 +40,10 @@ async def _key(key_id: str) -> AuthContext | None:
     return AUTH
 
 
-def _frames(text: str, *, then: Callable[[], Awaitable[None]] | None = None) -> Callable[[], AsyncIterator[bytes]]:
+def _frames(text: str, *, then: Callable[[], Awaitable[None]] | None = None) -> Frames:
     """A Responses stream: created, (waiting for `then`), a delta and completed with `text`."""
 
-    async def chunks() -> AsyncIterator[bytes]:
+    async def chunks() -> AsyncGenerator[bytes, None]:
         shell = {"id": "resp_upstream", "object": "response", "status": "in_progress", "output": []}
         yield sse_frame("response.created", orjson.dumps({"type": "response.created", "response": shell}))
         if then is not None:
@@ -63,7 +64,7 @@ def _frames(text: str, *, then: Callable[[], Awaitable[None]] | None = None) -> 
 class _Pipeline:
     """Stands in for `TextGateway.handle_body`: answers with `stream` and records how the run settled."""
 
-    def __init__(self, name: str, stream: Callable[[], AsyncIterator[bytes]], settled: list[tuple[str, str]]) -> None:
+    def __init__(self, name: str, stream: Frames, settled: list[tuple[str, str]]) -> None:
         self.name = name
         self.stream = stream
         self.settled = settled
