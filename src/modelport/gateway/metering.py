@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from modelport.billing import notify
@@ -112,7 +112,7 @@ class Metering:
         tier = self._settings.tier(ctx.auth.tier)
         team = ctx.auth.team_id
         limits = ctx.auth.limits
-        headers: Mapping[str, str] = {}
+        headers: dict[str, str] = {}
         if ctx.background_run is None:  # a background response's run: counted when the response was created
             decision = await self._limiters.rate.hit(f"team:{team}:inference", tier.inference_rpm)
             headers = rate_limit_headers(decision)
