@@ -8,10 +8,14 @@ queues it again when the queue lost it or the process running it died (its lease
 
 A run goes through the gateway's own pipeline as a streamed request (`TextGateway.handle_body`), as the
 key that made it, with the request id given at creation: whatever attempt finishes, the request has one id
-and one settlement. Only the attempt that ends settles: one cut by its process's end (killed, or drained by
-a shutdown) settles nothing, and the next attempt starts again from the beginning. Its events are kept as
-they arrive (numbered in the response's own sequence) for clients that stream it; its final response is
-stored like any stored response, so retrieval, input items and `previous_response_id` find it.
+and one settlement. The response is charged once, for the attempt that completed: one cut by its process's
+end (killed, or stopped by a shutdown, even while its upstream request is still opening) is released
+unbilled and queued again, and the next attempt starts again from the beginning; one that lost its lease
+(stalled past it, taken over by another) writes nothing and is unbilled (every end is a swap on the
+response's id and attempt). Its events are kept as they arrive, numbered in the response's own sequence,
+which goes on across attempts (a new attempt's events are numbered above every earlier one's), for clients
+that stream it; its final response is stored like any stored response, so retrieval, input items and
+`previous_response_id` find it.
 
 `POST /v1/responses/{id}/cancel` cancels a queued response (nothing ran: nothing is billed) or a running
 one (its run notices within `responses.background_poll_seconds`, stops the stream and bills what ran).
@@ -23,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -36,6 +40,7 @@ from modelport.core.codec import BackgroundWire, ProtocolCodec, ServerState
 from modelport.core.sse import SSEParser, sse_frame
 from modelport.errors import NotFound, ServiceError
 from modelport.gateway.answer import BodyAnswer, StreamAnswer, run_after
+from modelport.gateway.context import BackgroundRun
 from modelport.protocols import CODECS
 from modelport.queue import JobKind, TaskQueue
 from modelport.responses_store.background import EVENTS_PAGE, BackgroundStore, Claimed, Event
@@ -95,7 +100,7 @@ class BackgroundResponses:
         self._draining = draining
         self._run_request: RunRequest | None = None
         self._stopping = False
-        self._running: set[asyncio.Task[None]] = set()
+        self._running: dict[asyncio.Task[None], BackgroundRun] = {}
 
     def bind(self, run_request: RunRequest) -> None:
         """The gateway's pipeline the runs go through (it is made after this)."""
@@ -111,6 +116,7 @@ class BackgroundResponses:
         body: dict[str, Any],
         headers: dict[str, str],
         queued: dict[str, Any],
+        answer_headers: Mapping[str, str] | None = None,
     ) -> BodyAnswer | StreamAnswer:
         """Keep the request, queue its run and answer with its queued response object (a stream of its
         events when the request streams)."""
@@ -126,8 +132,8 @@ class BackgroundResponses:
         )
         await self._queue.enqueue([rid], JobKind.BACKGROUND_RESPONSE)
         if body.get("stream") is True:
-            return StreamAnswer(self.events(rid, -1))
-        return BodyAnswer(orjson.dumps(queued))
+            return StreamAnswer(self.events(rid, -1), headers=answer_headers)
+        return BodyAnswer(orjson.dumps(queued), headers=answer_headers)
 
     # ------------------------------------------------------------ the stream of one response
 
@@ -165,51 +171,68 @@ class BackgroundResponses:
         )
         if claimed is None:
             return
-        attempt = asyncio.create_task(self._attempt(claimed))
-        self._running.add(attempt)
+        state = BackgroundRun()
+        attempt = asyncio.create_task(self._attempt(claimed, state))
+        self._running[attempt] = state
         try:
             while not attempt.done():
                 await asyncio.wait({attempt}, timeout=self.poll_seconds)
-                if not attempt.done() and not await self.store.renew(claimed, self._lease_ms):
-                    attempt.cancel()  # cancelled by the client, or taken over by another process
-                    break
+                if attempt.done() or state.ending or await self.store.renew(claimed, self._lease_ms):
+                    continue
+                # Cancelled by the client (billed for what ran), or taken over by another attempt (unbilled).
+                state.unbilled = not await self.store.cancelled_during(claimed)
+                attempt.cancel()
+                break
             with contextlib.suppress(asyncio.CancelledError):
                 await attempt
         finally:
-            self._running.discard(attempt)
-            if not attempt.done():
+            self._running.pop(attempt, None)
+            if not attempt.done():  # this handler was cancelled (its process stops): the attempt is cut
+                if not state.ending:
+                    state.unbilled = True
                 attempt.cancel()
 
-    async def _attempt(self, claimed: Claimed) -> None:
+    async def _attempt(self, claimed: Claimed, state: BackgroundRun) -> None:
         assert self._run_request is not None, "bind() the gateway first"
-        auth = await self._key_context(claimed.key_id)
-        if auth is None or auth.team_id != claimed.team_id:
-            error = {"code": "invalid_api_key", "message": "The API key that made this response is no longer valid."}
-            await self._fail(claimed, 0, error)
-            return
-        body = WIRE.run_body(claimed.body)
         try:
-            answer = await self._run_request(_run_scope(claimed), CODEC, auth, body, orjson.dumps(body))
-        except ServiceError as exc:
-            await self._fail(claimed, 0, WIRE.error_of(exc))
-            return
+            auth = await self._key_context(claimed.key_id)
+            if auth is None or auth.team_id != claimed.team_id:
+                error = {
+                    "code": "invalid_api_key",
+                    "message": "The API key that made this response is no longer valid.",
+                }
+                await self._fail(claimed, state, claimed.first_sequence, error)
+                return
+            body = WIRE.run_body(claimed.body)
+            try:
+                answer = await self._run_request(_run_scope(claimed, state), CODEC, auth, body, orjson.dumps(body))
+            except ServiceError as exc:  # refused (402, 429) or failed before a stream: settled by the pipeline
+                await self._fail(claimed, state, claimed.first_sequence, WIRE.error_of(exc))
+                return
+        except asyncio.CancelledError:
+            if self._stopping or self._draining():  # cut while opening: unbilled, queued again
+                state.unbilled = True
+                await self._release(claimed)
+            raise
         if isinstance(answer, BodyAnswer):  # not a stream (a cache hit may be one): the whole response
-            run_after(answer)
-            response = orjson.loads(answer.body)
-            await self._end(claimed, WIRE.event({"response": response}, claimed.id, 0)["response"], "completed")
+            try:
+                response = orjson.loads(answer.body)
+                shown = WIRE.event({"response": response}, claimed.id, claimed.first_sequence)["response"]
+                await self._end(claimed, state, shown, "completed")
+            finally:
+                run_after(answer)
             return
-        await self._follow(claimed, answer)
+        await self._follow(claimed, state, answer)
 
-    async def _follow(self, claimed: Claimed, answer: StreamAnswer) -> None:
-        """Keep the stream's events as they come; at its end, its final response. Settled (`run_after`)
-        unless the attempt was cut by this process's end."""
+    async def _follow(self, claimed: Claimed, state: BackgroundRun, answer: StreamAnswer) -> None:
+        """Keep the stream's events as they come; at its end, its final response. Settled (`run_after`),
+        unbilled when the attempt was cut by this process's end or no longer holds the response."""
         parser = SSEParser()
-        sequence = 0
+        sequence = claimed.first_sequence
         pending: list[Event] = []
         flushed = time.monotonic()
         ending: tuple[str, dict[str, Any]] | None = None
         error: dict[str, Any] | None = None
-        settle = True
         try:
             async for chunk in answer.chunks:
                 for sse in parser.feed(chunk):
@@ -226,31 +249,43 @@ class BackgroundResponses:
                     error = WIRE.error_in(sse.event, data) or error
                 if pending and (ending is not None or time.monotonic() - flushed >= self.poll_seconds):
                     if not await self.store.add_events(claimed, pending):
-                        return  # cancelled: the stream is closed below and bills what ran
+                        await self._lost(claimed, state)
+                        return  # the stream is closed below
                     pending, flushed = [], time.monotonic()
             if ending is None and (self._stopping or self._draining()):
                 raise _Stopped()  # cut by the shutdown (`live_streams.cut_all`): the next attempt runs it
             if not await self.store.add_events(claimed, pending):
+                await self._lost(claimed, state)
                 return
             if ending is None:
-                await self._fail(claimed, sequence, error or WIRE.interrupted())
+                await self._fail(claimed, state, sequence, error or WIRE.interrupted())
             else:
                 status, response = ending
-                await self._end(claimed, response, status)
+                await self._end(claimed, state, response, status)
         except (_Stopped, asyncio.CancelledError):
             if self._stopping or self._draining():
-                settle = False
+                state.unbilled = True
                 await self._release(claimed)
             raise
         finally:
             try:
                 await answer.chunks.aclose()
             finally:
-                if settle:
-                    run_after(answer)
+                run_after(answer)
 
-    async def _end(self, claimed: Claimed, response: dict[str, Any], status: str) -> None:
-        """A run's final response: stored (retrieval, input items, chains) and written to its row."""
+    async def _lost(self, claimed: Claimed, state: BackgroundRun) -> None:
+        """The attempt no longer holds the response: cancelled by the client (billed for what ran), or taken
+        over by another attempt, which is the one billed (this one is unbilled)."""
+        state.unbilled = not await self.store.cancelled_during(claimed)
+
+    async def _end(self, claimed: Claimed, state: BackgroundRun, response: dict[str, Any], status: str) -> None:
+        """A run's final response: stored (retrieval, input items, chains) and written to its row, if this
+        attempt still holds the response (a swap on its id and attempt); else nothing is written and the
+        attempt is unbilled (unless the response was cancelled)."""
+        state.ending = True
+        if not await self.store.renew(claimed, self._lease_ms):
+            await self._lost(claimed, state)
+            return
         if status in ("completed", "incomplete"):
             try:
                 await self.responses.save(
@@ -262,14 +297,19 @@ class BackgroundResponses:
                 )
             except Exception:
                 log.exception("storing background response %s failed", claimed.id)
-        await self.store.finish(claimed, status, response)
+        if not await self.store.finish(claimed, status, response):
+            await self._lost(claimed, state)
 
-    async def _fail(self, claimed: Claimed, sequence: int, error: dict[str, Any]) -> None:
+    async def _fail(self, claimed: Claimed, state: BackgroundRun, sequence: int, error: dict[str, Any]) -> None:
         """A run that ended without a final response: a `response.failed` event for its streams, then
-        its row."""
+        its row (neither when the attempt no longer holds the response)."""
+        state.ending = True
         name, event = WIRE.failed_event(WIRE.with_status(claimed.response, "failed", error), claimed.id, sequence)
-        await self.store.add_events(claimed, [Event(sequence, name, orjson.dumps(event).decode())])
-        await self.store.finish(claimed, "failed", event["response"])
+        if not await self.store.add_events(claimed, [Event(sequence, name, orjson.dumps(event).decode())]):
+            await self._lost(claimed, state)
+            return
+        if not await self.store.finish(claimed, "failed", event["response"]):
+            await self._lost(claimed, state)
 
     async def _release(self, claimed: Claimed) -> None:
         with contextlib.suppress(Exception):
@@ -278,16 +318,19 @@ class BackgroundResponses:
     async def aclose(self) -> None:
         """This process stops: its runs end without settling and go back to the queue for another."""
         self._stopping = True
-        running = list(self._running)
-        for task in running:
-            task.cancel()
+        running = list(self._running.items())
+        for task, state in running:
+            if not state.ending:  # one writing its end finishes (and is billed); the others are cut, unbilled
+                state.unbilled = True
+                task.cancel()
         if running:
-            await asyncio.gather(*running, return_exceptions=True)
+            await asyncio.gather(*(task for task, _ in running), return_exceptions=True)
 
 
-def _run_scope(claimed: Claimed) -> Request:
+def _run_scope(claimed: Claimed, state: BackgroundRun) -> Request:
     """The request a run goes through the pipeline as: the id given at creation, the headers the gateway
-    reads (no credential: the key's context is given), a client that never hangs up."""
+    reads (no credential: the key's context is given), a client that never hangs up, and the attempt's
+    `BackgroundRun` (how the pipeline settles it)."""
     never = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
@@ -301,7 +344,7 @@ def _run_scope(claimed: Claimed) -> Request:
         "query_string": b"",
         "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in claimed.headers.items()],
         "client": None,
-        "state": {"request_id": claimed.request_id},
+        "state": {"request_id": claimed.request_id, "background_run": state},
     }
     return Request(scope, receive)
 

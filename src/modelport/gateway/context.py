@@ -4,7 +4,7 @@ it ended (`Outcome`, built by the pipeline alone from what the upstream caller a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,25 @@ NOT_ADMITTED = Admission(held_micros=0, output_cap=None, headers={}, tpm_tokens=
 
 
 @dataclass(slots=True)
+class BackgroundRun:
+    """A background response's attempt going through the pipeline (gateway/background_responses.py, in the
+    request's scope state as `background_run`). Its requests per minute were counted when the response was
+    created; `unbilled`, set by the runner before the settlement runs, makes the settlement give back what
+    admission took and charge and log nothing (an attempt cut by its process's end, or taken over by another
+    attempt: the response is charged once, for the attempt that completes)."""
+
+    unbilled: bool = False
+    ending: bool = False  # the attempt is writing its end: a shutdown lets it finish rather than cut it
+
+    def settle(self, settle: Callable[[], None], void: Callable[[], None]) -> None:
+        """The attempt's settlement, decided when it runs: `void` (unbilled) when the runner said so."""
+        if self.unbilled:
+            void()
+        else:
+            settle()
+
+
+@dataclass(slots=True)
 class RequestContext:
     request_id: str
     endpoint: str  # the request log's name of the route (`ClientRoute.endpoint`)
@@ -80,6 +99,8 @@ class RequestContext:
     # The model's fallbacks and context fallbacks this key may use, in order (gateway/fallbacks.py).
     fallbacks: tuple[TextModel, ...] = ()
     context_fallbacks: tuple[TextModel, ...] = ()
+    # A background response's attempt (None: a request answered as it is made).
+    background_run: BackgroundRun | None = None
 
 
 @dataclass(slots=True)

@@ -103,27 +103,33 @@ class Metering:
         self._flush: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
 
-    async def admit(self, ctx: RequestContext) -> Admission:
+    async def admit(self, ctx: RequestContext, *, in_flight: bool = True) -> Admission:
         """Let the request through (what was decided is returned; nothing on `ctx` is written) or raise the
         refusal, after logging it. The hold, the in-flight lease and the counted tokens travel in the returned
-        `Admission` until `settle` gives them back; a refusal gives back what it had taken."""
+        `Admission` until `settle` gives them back; a refusal gives back what it had taken. `in_flight`
+        False: the team's concurrency limit is not checked (a background response's creation: it waits in
+        the queue, and its run takes the slot)."""
         tier = self._settings.tier(ctx.auth.tier)
         team = ctx.auth.team_id
-        decision = await self._limiters.rate.hit(f"team:{team}:inference", tier.inference_rpm)
-        headers = rate_limit_headers(decision)
-        if not decision.allowed:
-            limited = rate_limited_error(decision, f"inference rate limit of {tier.inference_rpm} requests per minute")
-            self._log_refusal(ctx, limited.status, limited.text_message)
-            raise limited
         limits = ctx.auth.limits
-        if limits is not None and limits.rpm is not None:
-            await self._rate(
-                ctx,
-                key_rpm_limiter_key(ctx.auth.key_id),
-                limits.rpm,
-                1,
-                "this API key's rate limit of {} requests per minute",
-            )
+        headers: dict[str, str] = {}
+        if ctx.background_run is None:  # a background response's run: counted when the response was created
+            decision = await self._limiters.rate.hit(f"team:{team}:inference", tier.inference_rpm)
+            headers = rate_limit_headers(decision)
+            if not decision.allowed:
+                limited = rate_limited_error(
+                    decision, f"inference rate limit of {tier.inference_rpm} requests per minute"
+                )
+                self._log_refusal(ctx, limited.status, limited.text_message)
+                raise limited
+            if limits is not None and limits.rpm is not None:
+                await self._rate(
+                    ctx,
+                    key_rpm_limiter_key(ctx.auth.key_id),
+                    limits.rpm,
+                    1,
+                    "this API key's rate limit of {} requests per minute",
+                )
         hold = output_hold(ctx, self._settings.credit.min_output_tokens)
         tokens = 0
         counted: tuple[Counted, ...] = ()  # the token counts made, given back if refused
@@ -150,10 +156,14 @@ class Metering:
                         counted,
                     ),
                 )
-        lease = await self._limiters.concurrency.acquire(
-            f"team:{team}:inflight", tier.concurrent_requests, LEASE_TTL_SECONDS
+        lease = (
+            await self._limiters.concurrency.acquire(
+                f"team:{team}:inflight", tier.concurrent_requests, LEASE_TTL_SECONDS
+            )
+            if in_flight
+            else None
         )
-        if lease is None:
+        if lease is None and in_flight:
             self._return_tokens(counted)
             busy = RequestLimited(
                 f"too many requests in flight for this team (limit {tier.concurrent_requests})",
@@ -165,7 +175,7 @@ class Metering:
             key = None if limits is None else key_hold(ctx.auth.key_id, limits, now_ms())
             allocation = await self._credit.admit(team, hold.estimate, key, hold.minimum)
         except KeyBudgetShort:
-            await self._limiters.concurrency.release(lease)
+            await self._release_lease(lease)
             self._return_tokens(counted)
             spent = InsufficientQuota(
                 "Insufficient balance: the API key's spend limit is reached",
@@ -175,11 +185,11 @@ class Metering:
             self._log_refusal(ctx, spent.status, spent.text_message)
             raise spent from None
         except BaseException:
-            await self._limiters.concurrency.release(lease)
+            await self._release_lease(lease)
             self._return_tokens(counted)
             raise
         if allocation is None:
-            await self._limiters.concurrency.release(lease)
+            await self._release_lease(lease)
             self._return_tokens(counted)
             await notify.balance_exhausted(self._engine, team)  # the first 402 since the last top-up
             poor = InsufficientQuota(
@@ -328,6 +338,22 @@ class Metering:
             self._spawn_release(admission.lease)
         if self.log_sink is not None:
             self.log_sink(ctx, outcome, usage, priced)
+
+    async def _release_lease(self, lease: Lease | None) -> None:
+        if lease is not None:
+            await self._limiters.concurrency.release(lease)
+
+    def void(self, ctx: RequestContext) -> None:
+        """Give back what admission took (the hold, the in-flight slot, the counted tokens), charging and
+        logging nothing: a background response checked at its creation, or an attempt of one that does not
+        count (cut by its process's end, or taken over by another attempt)."""
+        admission = ctx.admission
+        if admission.counted:
+            self._return_tokens(admission.counted)
+        if admission.allocation is not None:
+            self._credit.settle(admission.allocation, 0, ctx.request_id)
+        if admission.lease is not None:
+            self._spawn_release(admission.lease)
 
     def refuse(self, refusal: Refusal) -> None:
         if self.log_sink is not None:

@@ -28,7 +28,15 @@ from modelport.gateway.answer import BodyAnswer, Chunks, StreamAnswer
 from modelport.gateway.background_responses import BackgroundResponses
 from modelport.gateway.cached import CachedAnswers
 from modelport.gateway.call_metrics import record_call
-from modelport.gateway.context import CLIENT_GONE, Admission, Outcome, Refusal, Relayed, RequestContext, Timings
+from modelport.gateway.context import (
+    CLIENT_GONE,
+    Admission,
+    Outcome,
+    Refusal,
+    Relayed,
+    RequestContext,
+    Timings,
+)
 from modelport.gateway.fallbacks import resolve_fallbacks
 from modelport.gateway.headers import SVC_HEADERS, pick_headers, session_id, svc_user_id
 from modelport.gateway.live_streams import LiveStreams
@@ -172,7 +180,13 @@ class TextGateway:
             self.metering.refuse(Refusal(request.state.request_id, auth, codec.route.endpoint, body, started_ms, exc))
             raise
         if background is not None and self.background is not None:
-            # Checked like any request (body, chain, model); run later, by the task workers.
+            # Checked like any request (body, chain, model, rate limits and balance: 429 or 402 now, as for a
+            # request answered at once; its requests per minute are counted here; not the team's concurrency:
+            # it waits in the queue); run later, by the task workers, whose admission checks the balance
+            # again and holds what the run may cost.
+            admission = await self.metering.admit(ctx, in_flight=False)
+            ctx.admission = admission
+            self.metering.void(ctx)
             rid = codec.response_id_prefix + ctx.request_id.removeprefix("req_")
             return await self.background.create(
                 request_id=ctx.request_id,
@@ -180,6 +194,7 @@ class TextGateway:
                 body=original,
                 headers=pick_headers(request.scope["headers"], READ_HEADERS),
                 queued=background.queued(rid, ctx.canonical.model, ctx.canonical),
+                answer_headers=admission.headers,
             )
         return await self._run(request, ctx, timings)
 
@@ -218,6 +233,7 @@ class TextGateway:
             headers={h: picked[h] for h in FORWARDED_HEADERS if h in picked},
             started_ms=started_ms,
             trace=tracing.current(),
+            background_run=request.scope.get("state", {}).get("background_run"),
         )
         if model.fallbacks or model.context_fallbacks:
             ctx.fallbacks, ctx.context_fallbacks = await resolve_fallbacks(self.catalog, model, auth)
@@ -313,6 +329,8 @@ class TextGateway:
         else:
             cost = _traced_settlement(self.metering, ctx, call.span if call is not None else None, outcome)
             settle = _settled
+        if ctx.background_run is not None:
+            settle = partial(ctx.background_run.settle, settle, partial(self.metering.void, ctx))
         # Non-streaming answers are built after this runs, so they carry the cost; streams cannot.
         ctx.extra_response_headers["X-Modelport-Cost"] = str(micros_to_usd(cost))
         if ctx.cache is not None and self.cached is not None:

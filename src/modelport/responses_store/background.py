@@ -6,6 +6,11 @@ retrieval and stream routes, cancelled by `POST /v1/responses/{id}/cancel`, prun
 A row is `queued`, then `in_progress` while an attempt holds it (`attempt`, `lease_until_ms`), then one of
 the finished statuses. Every write of a run names its attempt: a run whose lease was taken over, or whose
 response was cancelled, writes nothing more.
+
+A response's events are numbered in one sequence across its attempts: a new attempt discards the earlier
+attempts' events and numbers its own from above the last number given (kept, when no event is left to show
+it, as a `WATERMARK` row that no read returns), so a client resuming with `starting_after` never sees a
+number twice.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import and_, delete, insert, or_, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.clock import now_ms as wall_ms
@@ -29,6 +34,8 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 PRUNE_BATCH = 200
 EVENTS_PAGE = 500
+# The event name of the row that keeps the last sequence number an earlier attempt gave (never read back).
+WATERMARK = "modelport.watermark"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,7 @@ class Claimed:
     body: dict[str, Any]
     headers: dict[str, str]
     response: dict[str, Any]
+    first_sequence: int = 0  # the number of this attempt's first event (above every earlier attempt's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +121,8 @@ class BackgroundStore:
         self, response_id: str, *, lease_ms: int, max_attempts: int, gave_up: dict[str, Any]
     ) -> Claimed | None:
         """Take a queued response, or one whose run's lease ran out, for a new attempt (its earlier events
-        go: the new attempt streams from the start). None: nothing to run (finished, cancelled, held by a live
-        run). Past `max_attempts` it fails instead, with `gave_up` as its error."""
+        go: the new attempt streams from the start, numbered above them). None: nothing to run (finished,
+        cancelled, held by a live run). Past `max_attempts` it fails instead, with `gave_up` as its error."""
         now = self._clock()
         async with self.engine.begin() as conn:
             row = (
@@ -153,7 +161,15 @@ class BackgroundStore:
             )
             if not taken.rowcount:
                 return None  # another process took it first
+            last = (
+                await conn.execute(select(func.max(ev.c.sequence_number)).where(ev.c.response_id == response_id))
+            ).scalar()
+            first = 0 if last is None else int(last) + 1
             await conn.execute(delete(ev).where(ev.c.response_id == response_id))
+            if last is not None:
+                await conn.execute(
+                    insert(ev).values(response_id=response_id, sequence_number=last, event=WATERMARK, data="")
+                )
         return Claimed(
             row.id,
             row.team_id,
@@ -163,6 +179,7 @@ class BackgroundStore:
             orjson.loads(row.body),
             orjson.loads(row.headers),
             running,
+            first,
         )
 
     async def renew(self, claimed: Claimed, lease_ms: int) -> bool:
@@ -236,6 +253,14 @@ class BackgroundStore:
                 return Background(found.id, team_id, CANCELLED, cancelled)
         return await self.get(team_id, response_id)
 
+    async def cancelled_during(self, claimed: Claimed) -> bool:
+        """Was the response cancelled (`cancel`) while this attempt held it? False: it was taken over, or
+        released, by another attempt."""
+        query = select(bt.c.status, bt.c.attempt).where(bt.c.id == claimed.id)
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return row is not None and row.status == CANCELLED and row.attempt == claimed.attempt
+
     async def status(self, response_id: str) -> str | None:
         async with self.engine.connect() as conn:
             return (await conn.execute(select(bt.c.status).where(bt.c.id == response_id))).scalar()
@@ -244,7 +269,7 @@ class BackgroundStore:
         """The kept events numbered above `after`, in order (a page of them)."""
         query = (
             select(ev.c.sequence_number, ev.c.event, ev.c.data)
-            .where(and_(ev.c.response_id == response_id, ev.c.sequence_number > after))
+            .where(and_(ev.c.response_id == response_id, ev.c.sequence_number > after, ev.c.event != WATERMARK))
             .order_by(ev.c.sequence_number)
             .limit(EVENTS_PAGE)
         )

@@ -1,13 +1,16 @@
 """Background Responses through a real `serve` with the official `openai` SDK (issue 43, item 5): created
 `queued` at once, run on the task machinery, polled with `.retrieve`, streamed with `starting_after`,
 cancelled (queued: never sent upstream, nothing billed; running: billed for what ran), `store: false`
-refused, other teams' ids 404, and a response whose `serve` is killed mid-run completes after the restart,
-charged once."""
+refused, other teams' ids 404, refused with 402 at creation when the team cannot pay (and failed, unbilled,
+when it can no longer pay by the time it runs), and a response whose `serve` is killed mid-run, or stopped
+while its upstream request is still opening, completes after the restart, charged once."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,8 +246,15 @@ def test_a_response_survives_a_killed_serve_and_is_charged_once(tmp_path: Path) 
             assert done.status == "completed", done
             assert done.output_text == "finished after the restart"
             events = list(client.responses.retrieve(created.id, stream=True))
-            assert [e.sequence_number for e in events] == list(range(len(events)))
+            # The first attempt's events are gone; the second's are numbered above every number it gave,
+            # so the client that saw 4 resumes after it and gets the new attempt from its start.
+            numbers = [e.sequence_number for e in events]
+            assert numbers == list(range(numbers[0], numbers[0] + len(numbers))) and numbers[0] > 4, numbers
+            assert events[0].type == "response.created" and events[-1].type == "response.completed"
             assert "never finished" not in "".join(getattr(e, "delta", "") for e in events)
+            resumed = list(client.responses.retrieve(created.id, stream=True, starting_after=4))
+            assert [e.sequence_number for e in resumed] == numbers
+            assert [e.type for e in resumed] == [e.type for e in events]
             assert upstream.call_count() == 2
             gw = Gateway(server, upstream, key)
             assert _charged(gw, "bg-crash", key) == COST_MICROS
@@ -290,3 +300,141 @@ def test_on_postgresql_with_two_processes(tmp_path: Path) -> None:
             await asyncio.to_thread(_on_postgres, tmp_path, database_url)
 
     asyncio.run(run())
+
+
+def _row_status(data_dir: Path, rid: str) -> str:
+    """The background response's status in the SQLite database of a stopped `serve`."""
+    with sqlite3.connect(data_dir / "modelport.db") as db:
+        (status,) = db.execute("SELECT status FROM background_responses WHERE id = ?", (rid,)).fetchone()
+    return str(status)
+
+
+def _request_logs(server: RunningServer, key: str) -> list[dict[str, Any]]:
+    logs: list[dict[str, Any]] = httpx.get(
+        server.text_url + "/v1/logs",
+        params={"start_time": int(time.time()) - 3600, "end_time": int(time.time()) + 60},
+        headers={"Authorization": f"Bearer {key}"},
+    ).json()["requests"]
+    return logs
+
+
+def test_a_shutdown_while_the_upstream_opens_is_not_a_cancel(tmp_path: Path) -> None:
+    """SIGTERM while the attempt waits for its upstream's first byte: the attempt is released unbilled (the
+    response queued again, not cancelled) and the attempt after the restart is the one charged."""
+    with FakeUpstream() as upstream:
+        env = _env(tmp_path, upstream, MODELPORT_SERVER__GRACEFUL_SHUTDOWN_SECONDS="1")
+        upstream.push(Reply.text("never sent", usage=USAGE, delay=20))  # nothing comes before the shutdown
+        upstream.push(Reply.text("finished after the restart", usage=USAGE))
+        with run_server(tmp_path, env=env) as server:
+            key = _make_team(server, "bg-term")
+            client = openai.OpenAI(base_url=server.text_url + "/v1", api_key=key, max_retries=0)
+            created = client.responses.create(model="fake/chat", input="survive a restart", background=True)
+            deadline = time.monotonic() + 30
+            while upstream.call_count() < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert upstream.call_count() == 1  # the attempt is opening its upstream request
+            assert client.responses.retrieve(created.id).status == "in_progress"
+            assert server.stop(signal.SIGTERM) == 0
+        assert _row_status(tmp_path, created.id) == "queued"  # released for the next process, not cancelled
+        with run_server(tmp_path, env=env) as server:
+            client = openai.OpenAI(base_url=server.text_url + "/v1", api_key=key, max_retries=0)
+            done = _wait_status(client, created.id, FINISHED, timeout=60)
+            assert done.status == "completed", done
+            assert done.output_text == "finished after the restart"
+            assert upstream.call_count() == 2
+            assert _charged(Gateway(server, upstream, key), "bg-term", key) == COST_MICROS
+            logs = _request_logs(server, key)
+            assert len(logs) == 1 and logs[0]["status"] == "success", logs
+
+
+def test_refused_with_402_at_creation_when_the_team_cannot_pay(gw: Gateway) -> None:
+    """No balance: the POST answers 402 as a request answered at once would, and nothing is kept or run."""
+    key = gw.new_team("bg-broke", usd=None)
+    client = _client(gw, key)
+    calls = gw.upstream.call_count()
+    with pytest.raises(openai.APIStatusError) as refused:
+        client.responses.create(model="fake/chat", input="no money", background=True)
+    assert refused.value.status_code == 402
+    body = refused.value.body
+    assert isinstance(body, dict) and body["code"] == "insufficient_quota", body
+    with pytest.raises(openai.APIStatusError) as streamed:
+        client.responses.create(model="fake/chat", input="no money", background=True, stream=True)
+    assert streamed.value.status_code == 402
+    # Answered at once, the same.
+    with pytest.raises(openai.APIStatusError) as foreground:
+        client.responses.create(model="fake/chat", input="no money")
+    assert foreground.value.status_code == 402
+    time.sleep(1)  # a kept response would have run by now (poll 0.1 s, requeue 1 s)
+    assert gw.upstream.call_count() == calls
+    # A paying team's creation carries its rate-limit headers, as a request answered at once does.
+    paying = gw.new_team("bg-paying")
+    answer = httpx.post(
+        gw.server.text_url + "/v1/responses",
+        json={"model": "fake/chat", "input": "x", "background": True},
+        headers={"Authorization": f"Bearer {paying}"},
+    )
+    assert answer.status_code == 200 and "x-ratelimit-limit" in answer.headers, answer.headers
+    assert _wait_status(_client(gw, paying), answer.json()["id"], FINISHED).status == "completed"
+
+
+def test_rate_limits_at_creation_counted_once_and_no_concurrency_slot(gw: Gateway) -> None:
+    """A team of 3 requests a minute and 1 in flight: a creation counts one of its requests (its run not
+    again), the fourth at once is a 429 on the POST; a creation while its only slot is busy waits queued."""
+    key = gw.new_team("bg-tiny")
+    assert gw.admin("PUT", "/teams/bg-tiny/tier", json={"tier": "tiny"}).status_code == 200
+    client = _client(gw, key)
+    gw.upstream.push(Reply.text("a b c d e f", usage=USAGE, chunk_delay=0.3))
+    calls = gw.upstream.call_count()
+    first = client.responses.create(model="fake/chat", input="one", background=True)
+    deadline = time.monotonic() + 30
+    while gw.upstream.call_count() == calls and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gw.upstream.call_count() == calls + 1  # its run (admitted: it holds the team's only slot) streams
+    second = client.responses.create(model="fake/chat", input="two", background=True)
+    third = client.responses.create(model="fake/chat", input="three", background=True)
+    with pytest.raises(openai.RateLimitError) as limited:
+        client.responses.create(model="fake/chat", input="four", background=True)
+    body = limited.value.body
+    assert isinstance(body, dict) and body["type"] == "rate_limit_exceeded", body
+    assert limited.value.response.headers["x-ratelimit-limit"] == "3"
+    # Polled as a team of the first tier (the tiny one's 2 queries a minute would not do; the runs may see
+    # either tier, the key's context is cached for a few seconds).
+    assert gw.admin("PUT", "/teams/bg-tiny/tier", json={"tier": "free"}).status_code == 200
+    for created in (first, second, third):
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(openai.RateLimitError):
+                status = client.responses.retrieve(created.id).status
+                if status in FINISHED:
+                    break
+            assert time.monotonic() < deadline, created.id
+            time.sleep(0.2)
+        assert status == "completed", created.id
+
+
+def test_a_run_that_can_no_longer_pay_fails_unbilled(tmp_path: Path) -> None:
+    """The balance is checked again when the run starts: gone by then (here the key's spend limit is cut
+    while the response waits behind another), the response fails with the reason and is not billed."""
+    with FakeUpstream() as upstream:
+        env = _env(tmp_path, upstream, MODELPORT_AUTH_CACHE_SECONDS="0")
+        with run_server(tmp_path, env=env) as server:
+            gw = Gateway(server, upstream, "")
+            busy = _client(gw, _make_team(server, "bg-busy"))
+            upstream.push(Reply.text("a b c d e f g h", usage=USAGE, chunk_delay=0.4))
+            first = busy.responses.create(model="fake/chat", input="hold the only run", background=True)
+            _wait_status(busy, first.id, ("in_progress",))
+            assert gw.admin("POST", "/teams", json={"name": "bg-limited"}).status_code == 200
+            assert gw.admin("POST", "/teams/bg-limited/topups", json={"amount_usd": "10"}).status_code == 200
+            made = gw.admin("POST", "/teams/bg-limited/keys", json={"spend_limit_usd": "5"}).json()["data"]
+            client = _client(gw, made["key"])
+            waiting = client.responses.create(model="fake/chat", input="wait your turn", background=True)
+            assert waiting.status == "queued"
+            cut = gw.admin("PATCH", f"/keys/{made['id']}", json={"spend_limit_usd": "0.000001"})
+            assert cut.status_code == 200, cut.text
+            failed = _wait_status(client, waiting.id, FINISHED, timeout=60)
+            assert failed.status == "failed", failed
+            assert failed.error is not None and failed.error.code == "key_budget_exceeded", failed.error
+            assert "spend limit" in failed.error.message
+            assert _wait_status(busy, first.id, FINISHED).status == "completed"
+            assert upstream.call_count() == 1  # the failed one never reached the upstream
+            assert _charged(gw, "bg-limited", made["key"]) == 0

@@ -1,5 +1,6 @@
 """The background response rows on both databases: claims and leases (a lapsed run is taken over, its events
-go, its writes stop), cancellation, the reconciler's scan, release, isolation and pruning."""
+go, its writes stop), cancellation, the reconciler's scan, release, isolation and pruning; event numbers go on
+across attempts."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ async def test_claim_lease_takeover_cancel_and_prune(backend: str, tmp_path: Pat
         second = await store.claim("resp_a", lease_ms=1_000, max_attempts=2, gave_up=GAVE_UP)
         assert second is not None and second.attempt == 2 and second.request_id == first.request_id
         assert await store.events_after("resp_a", -1) == []  # the new attempt streams from the start
+        assert first.first_sequence == 0 and second.first_sequence == 2  # numbered above what was given
         assert not await store.renew(first, 1_000) and not await store.add_events(first, [Event(0, None, "{}")])
         assert not await store.finish(first, "completed", {"status": "completed"})
         assert await store.renew(second, 1_000)
@@ -87,5 +89,39 @@ async def test_claim_lease_takeover_cancel_and_prune(backend: str, tmp_path: Pat
         assert await store.get("team_a", "resp_a") is None  # past its lifetime
         assert await ExpiredBackground().prune(engine, now[0]) == {
             "background_responses": 2,
-            "background_response_events": 0,
+            "background_response_events": 1,  # resp_a's watermark of the numbers its first attempt gave
         }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_event_numbers_go_on_across_attempts(backend: str, tmp_path: Path) -> None:
+    """Each attempt numbers its events above every number an earlier attempt gave, even when an attempt in
+    between kept none; a client resuming after the numbers it saw gets the new attempt from its start."""
+    async with migrated_engine(backend, tmp_path) as engine:
+        store = BackgroundStore(engine, lifetime_ms=100_000)
+        await store.create(
+            response_id="resp_n",
+            team_id="team_a",
+            key_id="key_a",
+            request_id="req_n",
+            body={},
+            headers={},
+            response=_queued("resp_n"),
+        )
+        one = await store.claim("resp_n", lease_ms=60_000, max_attempts=5, gave_up=GAVE_UP)
+        assert one is not None and one.first_sequence == 0
+        assert await store.add_events(one, [Event(n, "e1", "{}") for n in range(4)])
+        await store.release(one)
+        two = await store.claim("resp_n", lease_ms=60_000, max_attempts=5, gave_up=GAVE_UP)
+        assert two is not None and two.first_sequence == 4
+        assert await store.events_after("resp_n", -1) == []  # the first attempt's events are gone
+        await store.release(two)  # cut before it kept any event
+        three = await store.claim("resp_n", lease_ms=60_000, max_attempts=5, gave_up=GAVE_UP)
+        assert three is not None and three.first_sequence == 4
+        assert await store.events_after("resp_n", -1) == []
+        assert await store.add_events(three, [Event(4, "e3", "{}"), Event(5, "e3", "{}")])
+        # A client that saw 0..3 of the first attempt resumes after 3: the third attempt from its start.
+        assert [(e.sequence_number, e.event) for e in await store.events_after("resp_n", 3)] == [(4, "e3"), (5, "e3")]
+        await store.release(three)
+        four = await store.claim("resp_n", lease_ms=60_000, max_attempts=5, gave_up=GAVE_UP)
+        assert four is not None and four.first_sequence == 6
