@@ -1,6 +1,6 @@
 """Shared fixtures and the suite's scheduling. `engine` runs a test once on SQLite and once on PostgreSQL.
 
-Scheduling under pytest-xdist (`scripts/test.sh` runs `-n 2 --dist loadgroup`): every integration or
+Scheduling under pytest-xdist (`scripts/test.sh` runs `-n 3 --dist loadgroup`): every integration or
 conformance module is one xdist group, so its module-scoped servers start once, on one worker; tests marked
 `heavy` (CPU-bound: renders, fuzzing, real CLIs, a browser) share one group, so no two of them run at once;
 tests marked `serial` (timing-sensitive) run in a stage of their own, beside the parallel one at a higher CPU

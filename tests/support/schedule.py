@@ -1,7 +1,8 @@
 """Which tests must not share the machine: read by tests/conftest.py, which marks them at collection.
 
-`scripts/test.sh` runs the suite on two xdist workers, then the `serial` tests alone. A test is here for a
-measured reason, said beside it; an entry is a node-id prefix (a file, or a file and the start of a test name).
+`scripts/test.sh` runs the suite on three xdist workers, with the `serial` tests beside them, one at a time.
+A test is here for a measured reason, said beside it; an entry is a node-id prefix (a file, or a file and the
+start of a test name).
 
 - SERIAL: timing-sensitive. Each asserts a bound on wall time or on a deadline the server keeps (a 408
   after a timeout, a cut after a grace period, a cancel within seconds) that another CPU-bound process
@@ -9,7 +10,7 @@ measured reason, said beside it; an entry is a node-id prefix (a file, or a file
   processes run at nice 19 (scripts/test.sh): the kernel gives them the CPU whenever they want it.
 - HEAVY: CPU-bound for most of their run (a real browser, real coding-agent CLIs, video and speech renders,
   the embedded llama.cpp model, schema-driven fuzzing). They share one xdist group, so they run one after
-  another on one worker while the other worker runs the light tests beside them.
+  another on one worker while the other workers run the light tests beside them.
 """
 
 from __future__ import annotations
