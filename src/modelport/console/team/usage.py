@@ -172,9 +172,7 @@ async def set_cache(request: Request, auth: AuthContext = Depends(team_with(Perm
     form = await request.form()
     mode, tool_calls = form.get("cache"), form.get("cache_tool_calls")
     operator = Operator.for_services(get_services(request), console_actor(request, auth))
-    await operator.set_cache(
-        auth.team_id, cache=mode if isinstance(mode, str) else "", tool_calls=tool_calls == "on"
-    )
+    await operator.set_cache(auth.team_id, cache=mode if isinstance(mode, str) else "", tool_calls=tool_calls == "on")
     return RedirectResponse(f"{console_root(request)}/usage", status_code=303)
 
 
