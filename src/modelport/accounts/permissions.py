@@ -28,6 +28,7 @@ class Permission(StrEnum):
     MANAGE_MEMBERS = "manage_members"  # invite, change roles up to admin, remove non-owners
     MANAGE_OWNERS = "manage_owners"  # make, demote and remove owners
     PURGE_CACHE = "purge_cache"  # remove every answer the team's response cache holds
+    MANAGE_CACHE = "manage_cache"  # the team's response cache: off | team | key, and whether tool calls are stored
 
 
 TEAM_ROLES: tuple[str, ...] = ("owner", "admin", "developer", "viewer")

@@ -1,9 +1,11 @@
 """Both consoles: the operator sets a team's cache and purges it; the team's usage page shows the hit ratio
-and the money saved, `usage.csv` the hits, misses and savings, and an admin key purges from there."""
+and the money saved, `usage.csv` the hits, misses and savings, and an admin key purges from there; a team
+owner sets the cache from there (off purges), a developer or viewer cannot."""
 
 from __future__ import annotations
 
 import csv
+import html
 import io
 import secrets
 import time
@@ -11,6 +13,7 @@ import time
 from tests.integration.gateway.conftest import ADMIN_TOKEN
 from tests.integration.response_cache.asking import ask
 from tests.integration.response_cache.conftest import Cached
+from tests.support.accounts import set_password
 from tests.support.console import ConsoleClient
 from tests.support.fake_upstream import Reply, Usage
 
@@ -84,3 +87,66 @@ def test_the_team_usage_page_shows_the_hit_ratio_and_the_money_saved(srv: Cached
         assert refused.status_code == 403
     finally:
         member_console.close()
+
+
+def _person(srv: Cached, team: str, role: str) -> ConsoleClient:
+    email = f"{role}-{secrets.token_hex(4)}@cache.example"
+    made = srv.admin("POST", "/users", json={"email": email, "team": team, "role": role})
+    assert made.status_code == 200, made.text
+    return set_password(srv.server, made.json()["data"]["setup_url"])
+
+
+def test_a_team_owner_sets_the_cache_from_the_usage_page_and_off_purges(srv: Cached) -> None:
+    team, key = srv.team("off")
+    owner = _person(srv, team, "owner")
+    try:
+        page = owner.get("/usage").text
+        assert 'id="cache-mode"' in page and '<option value="off" selected>' in page
+        assert "Purge response cache" not in page  # nothing to purge while the cache is off
+        saved = owner.post_form("/usage/cache", {"cache": "team", "cache_tool_calls": "on"}, csrf_from="/usage")
+        assert saved.status_code == 303, saved.text
+        shown = srv.admin("GET", f"/teams/{team}").json()["data"]
+        assert shown["cache"] == "team" and shown["cache_tool_calls"] is True
+        assert '<option value="team" selected>' in (page := owner.get("/usage").text), page
+        assert "Purge response cache" in page
+        prompt = "team console " + secrets.token_hex(6)
+        assert ask(srv, key, "chat", "fake/chat", prompt).cache == "miss"
+        _hit(srv, key, prompt)
+        refused = owner.post_form("/usage/cache", {"cache": "sometimes"}, csrf_from="/usage")
+        assert refused.status_code == 400 and srv.admin("GET", f"/teams/{team}").json()["data"]["cache"] == "team"
+        off = owner.post_form("/usage/cache", {"cache": "off"}, csrf_from="/usage")
+        assert off.status_code == 303, off.text
+        shown = srv.admin("GET", f"/teams/{team}").json()["data"]
+        assert shown["cache"] == "off" and shown["cache_tool_calls"] is False
+        assert ask(srv, key, "chat", "fake/chat", prompt).cache is None  # off: no header at all
+        # Back on: the entry cached before was purged when the cache went off, so this is a miss.
+        assert owner.post_form("/usage/cache", {"cache": "team"}, csrf_from="/usage").status_code == 303
+        assert ask(srv, key, "chat", "fake/chat", prompt).cache == "miss"
+    finally:
+        owner.close()
+    events = srv.admin("GET", "/audit", params={"team": team}).json()["data"]["events"]
+    mine = [e for e in events if e["action"] == "team.flags" and e["actor"]["kind"] == "user"]
+    assert [e["after"] for e in reversed(mine)] == [
+        {"cache": "team", "cache_tool_calls": True},
+        {"cache": "off", "cache_tool_calls": False},
+        {"cache": "team", "cache_tool_calls": False},
+    ], events
+    assert all(e["actor"]["email"].startswith("owner-") for e in mine)
+
+
+def test_a_developer_or_viewer_sees_no_cache_form_and_is_refused(srv: Cached) -> None:
+    team, key = srv.team("team")
+    for role in ("developer", "viewer"):
+        person = _person(srv, team, role)
+        try:
+            page = person.get("/usage")
+            assert page.status_code == 200 and 'id="cache-mode"' not in page.text
+            refused = person.post_form("/usage/cache", {"cache": "off"}, csrf_from="/usage")
+            assert refused.status_code == 403, (role, refused.status_code)
+            assert "your role in this team does not allow this" in html.unescape(refused.text)
+        finally:
+            person.close()
+    assert srv.admin("GET", f"/teams/{team}").json()["data"]["cache"] == "team"
+    prompt = "still on " + secrets.token_hex(6)
+    assert ask(srv, key, "chat", "fake/chat", prompt).cache == "miss"
+    _hit(srv, key, prompt)

@@ -12,12 +12,13 @@ from starlette.responses import RedirectResponse, Response
 from modelport.accounts import audit
 from modelport.accounts.auth import AuthContext
 from modelport.accounts.permissions import Permission, allows
-from modelport.accounts.service import list_keys
+from modelport.accounts.service import get_team, list_keys
 from modelport.clock import now_ms
 from modelport.console.charts import daily
-from modelport.console.deps import require_team, team_with
+from modelport.console.deps import console_actor, require_team, team_with
 from modelport.console.forms import choice, csv_response
 from modelport.console.templating import console_root, day, render, usd_plain
+from modelport.operator.verbs import Operator
 from modelport.requestlog.store import DAY_MS
 from modelport.requestlog.usage import UsageRow, daily_usage
 from modelport.response_cache import RESPONSE_CACHE
@@ -142,6 +143,7 @@ async def usage_page(request: Request, auth: AuthContext = Depends(require_team)
     by_day = sorted(group(rows, lambda r: r.day), key=lambda t: -int(t.name))
     for t in by_day:
         t.extra["day"] = day(int(t.name))
+    team = await get_team(get_services(request).db, auth.team_id)  # fresh: the auth context may be cached
     context = {
         "title": "Usage",
         "active": "usage",
@@ -154,10 +156,24 @@ async def usage_page(request: Request, auth: AuthContext = Depends(require_team)
         "by_key": group(rows, key_label),
         "first_label": day(first),
         "last_label": day(last),
-        "cache_on": auth.cache != "off",
+        "cache_on": team.cache != "off",
+        "cache_mode": team.cache,
+        "cache_tool_calls": team.cache_tool_calls,
         "can_purge": allows(auth.team_role, Permission.PURGE_CACHE),
+        "can_set_cache": allows(auth.team_role, Permission.MANAGE_CACHE),
     }
     return render(request, "team/usage.html", context)
+
+
+@router.post("/usage/cache")
+async def set_cache(request: Request, auth: AuthContext = Depends(team_with(Permission.MANAGE_CACHE))) -> Response:
+    """The team's response cache (off | team | key) and whether answers with tool calls are stored: the
+    operator's `set_cache`, as the admin API's `PATCH /admin/v1/teams/{team}` (turned off, it purges)."""
+    form = await request.form()
+    mode, tool_calls = form.get("cache"), form.get("cache_tool_calls")
+    operator = Operator.for_services(get_services(request), console_actor(request, auth))
+    await operator.set_cache(auth.team_id, cache=mode if isinstance(mode, str) else "", tool_calls=tool_calls == "on")
+    return RedirectResponse(f"{console_root(request)}/usage", status_code=303)
 
 
 @router.post("/usage/cache/purge")
