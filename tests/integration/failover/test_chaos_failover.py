@@ -413,7 +413,14 @@ def test_a_probe_brings_a_cooling_deployment_back_without_user_traffic(chaos: Ch
     key = _fresh(chaos)
     chaos.flaky.push(Reply.error(429, "slow down", headers={"retry-after": "600"}))
     assert _send(chaos, CLIENTS[0], key, "chaos/probed", False).text == "served by b"
-    time.sleep(1.5)  # a few probes (every 0.3 s): the model list answers, A is back long before its 600 s
+    deadline = time.monotonic() + 15  # probes every 0.3 s: the model list answers, A is back long before 600 s
+    while True:
+        r = chaos.admin("GET", "/upstreams")
+        state = {d["deployment"]: d for d in r.json()["data"]["deployments"]}["chaos/probed#0"]["state"]
+        if state == "healthy" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert state == "healthy"
     chaos.flaky.push(Reply.text("from a"))
     assert _send(chaos, CLIENTS[0], key, "chaos/probed", False).text == "from a"
     assert chaos.flaky.call_count() == 2  # the probes sent no completion: only the two requests'
