@@ -166,6 +166,8 @@ class Reply:
     - `drop_after`: close the connection abruptly after that many stream events (0 = before any byte,
       which is also what a non-streaming call gets).
     - `error_after`: after that many stream events send the protocol's in-stream error event and end.
+    - `stall_after`: after that many stream events go quiet for `stall_seconds` (the connection open), then
+      go on.
     - `headers`: extra response headers (e.g. ``retry-after``).
     - `raw_body`: a 200 whose body is these bytes as they are (an error object, broken JSON; streamed: the
       whole event stream), whatever the protocol.
@@ -181,6 +183,8 @@ class Reply:
     chunk_delay: float = 0.0
     drop_after: int | None = None
     error_after: int | None = None
+    stall_after: int | None = None
+    stall_seconds: float = 0.0
     raw_body: bytes | None = None
 
     @classmethod
@@ -369,6 +373,8 @@ class FakeUpstream(ThreadedServer):
             if reply.error_after is not None and n == reply.error_after:
                 await resp.write(_error_event(proto, reply.error_message, n, reply.error_type))
                 break
+            if reply.stall_after is not None and n == reply.stall_after:
+                await asyncio.sleep(reply.stall_seconds)
             await resp.write(event)
             if reply.chunk_delay:
                 await asyncio.sleep(reply.chunk_delay)

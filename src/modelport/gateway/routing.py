@@ -6,7 +6,9 @@ machine computes the same ranking). Without one, a rotating start spreads load, 
 deployment's `weight`. Deployments cooling down are tried last (and only if the attempt loop admits them).
 
 Health (docs/api/routing.md): a deployment cools down after `failures_before_cooldown` failures within
-`failure_window_seconds` (an upstream 429 at once, for its Retry-After), for the base cooldown; when it
+`failure_window_seconds`, successes in between or not (an upstream 429 at once, for its Retry-After), for
+the base cooldown; failures while it is cooling are not counted, and the window starts again when it
+comes back; when it
 ends the deployment is half-open: one request at a time (per process) until one succeeds, and a failure
 then doubles the next cooldown, up to `max_cooldown_seconds`. With Redis the failure window and the
 cooldowns entered and ended are shared by every process (`shared_health.SharedHealth`, told through
@@ -159,13 +161,13 @@ class DeploymentRouter:
         health.errors.appendleft(
             DeploymentError(now_ms(), error[:300] or ("rate limited" if rate_limited else "failed"))
         )
+        if health.cooling_until > now:
+            return  # a request admitted before the cooldown: it is cooling already (not counted, as in Redis)
         failures = health.failures
         failures.append(now)
         horizon = now - self.routing.failure_window_seconds
         while failures and failures[0] < horizon:
             failures.popleft()
-        if health.cooling_until > now:
-            return  # a request admitted before the cooldown: it is cooling already
         ceiling = self.routing.max_cooldown_seconds
         if rate_limited and retry_after and retry_after > 0:
             seconds = retry_after
@@ -231,7 +233,11 @@ class DeploymentRouter:
         if health is None:
             return
         was_out = health.half_open or health.cooling_until > 0
-        health.failures.clear()
+        if was_out:
+            # Back from a cooldown: its window starts again (Redis deletes the shared one when the cooldown
+            # begins; nothing is counted while cooling). A success otherwise leaves the window as it is:
+            # N failures within it cool the deployment, successes in between or not.
+            health.failures.clear()
         health.cooling_until = health.cooldown = 0.0
         health.half_open = health.trial = False
         if was_out:

@@ -12,6 +12,7 @@ deployment here (the window counts 1000) but a 429, which cools it at once.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.console import ConsoleClient
 from tests.support.fake_shapes import openai_error
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
 from tests.support.server import RunningServer, run_server
@@ -35,6 +37,7 @@ BACKUP_PRICES = '{ input = "3000", output = "4000" }'
 BACKUP_COST = Decimal("0.05")  # 10 * 3000 + 5 * 4000 micro-USD: a fallback is billed at its own prices
 FIRST_BYTE = 1.5  # A's first-byte timeout; a hang outlasts it
 HANG = 4.0
+WATCH_PROBE = 300  # chaos/watched: probed while cooling, but not within a test
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,14 @@ id = "chaos/visible"
 prices = {PRICES}
 deployments = [
   {{ {_deployment("a", "openai_chat", flaky)} }},
+  {{ {_deployment("b", "openai_chat", healthy)}, weight = 0 }},
+]
+
+[[text_models]]
+id = "chaos/watched"
+prices = {PRICES}
+deployments = [
+  {{ {_deployment("a", "openai_chat", flaky)}, probe = "models", probe_seconds = {WATCH_PROBE} }},
   {{ {_deployment("b", "openai_chat", healthy)}, weight = 0 }},
 ]
 
@@ -402,7 +413,14 @@ def test_a_probe_brings_a_cooling_deployment_back_without_user_traffic(chaos: Ch
     key = _fresh(chaos)
     chaos.flaky.push(Reply.error(429, "slow down", headers={"retry-after": "600"}))
     assert _send(chaos, CLIENTS[0], key, "chaos/probed", False).text == "served by b"
-    time.sleep(1.5)  # a few probes (every 0.3 s): the model list answers, A is back long before its 600 s
+    deadline = time.monotonic() + 15  # probes every 0.3 s: the model list answers, A is back long before 600 s
+    while True:
+        r = chaos.admin("GET", "/upstreams")
+        state = {d["deployment"]: d for d in r.json()["data"]["deployments"]}["chaos/probed#0"]["state"]
+        if state == "healthy" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert state == "healthy"
     chaos.flaky.push(Reply.text("from a"))
     assert _send(chaos, CLIENTS[0], key, "chaos/probed", False).text == "from a"
     assert chaos.flaky.call_count() == 2  # the probes sent no completion: only the two requests'
@@ -421,3 +439,40 @@ def test_the_operator_sees_each_deployments_state(chaos: Chaos) -> None:
     assert 100 < a["cooling_until"] - time.time() <= 120
     assert [e["message"][:8] for e in a["last_errors"]] == ["HTTP 429", "HTTP 502"]
     assert (b["state"], b["weight"], b["cooling_until"]) == ("healthy", 0, None)
+    assert a["probe"] is None and a["next_probe_at"] is None  # no probe: nothing to show
+    assert b["next_probe_at"] is None
+
+
+def _watched(chaos: Chaos) -> dict[str, Any]:
+    """chaos/watched#0 once the prober has planned its next probe (it does within a tick of the cooldown)."""
+    deadline = time.monotonic() + 15
+    while True:
+        r = chaos.admin("GET", "/upstreams")
+        assert r.status_code == 200, r.text
+        state: dict[str, Any] = {d["deployment"]: d for d in r.json()["data"]["deployments"]}["chaos/watched#0"]
+        if state["next_probe_at"] is not None or time.monotonic() > deadline:
+            return state
+        time.sleep(0.1)
+
+
+def test_the_operator_sees_when_a_cooling_deployment_is_probed_next(chaos: Chaos) -> None:
+    key = _fresh(chaos)
+    chaos.flaky.push(Reply.error(429, "A is busy", headers={"retry-after": "600"}))
+    before = time.time()
+    assert _send(chaos, CLIENTS[0], key, "chaos/watched", False).text == "served by b"
+    a = _watched(chaos)
+    assert a["state"] == "cooling" and a["probe"] == "models"
+    # Planned one probe interval after the cooldown began: in the future, and before the cooldown ends.
+    assert a["next_probe_at"] is not None, a
+    assert time.time() < a["next_probe_at"] <= time.time() + WATCH_PROBE
+    assert a["next_probe_at"] >= before + WATCH_PROBE - 30  # within a generous slack of one interval
+    assert a["next_probe_at"] < a["cooling_until"]
+    console = ConsoleClient(chaos.server.media_url)
+    try:
+        signed = console.post_form("/admin/sign-in", {"admin_token": ADMIN})
+        assert signed.status_code == 303, signed.text
+        page = console.get("/admin/upstreams").text
+    finally:
+        console.close()
+    seconds = [float(s) for s in re.findall(r'class="muted next-probe">next probe in ([0-9.]+) s<', page)]
+    assert len(seconds) == 1 and WATCH_PROBE - 60 < seconds[0] <= WATCH_PROBE, seconds

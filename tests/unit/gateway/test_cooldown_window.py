@@ -35,13 +35,35 @@ def test_failures_cool_a_deployment_only_within_the_window(monkeypatch: pytest.M
     clock[0] += 61  # the first two left the window
     router.fail(a, rate_limited=False)
     assert not router.is_cooling(a)
-    router.fail(a, rate_limited=False)
-    router.succeed(a)  # a success in between does not matter to the window: it clears it
-    router.fail(a, rate_limited=False)
+    router.succeed(a)  # a success in between does not empty the window
+    assert router.health()[a.key].consecutive_failures == 1
     router.fail(a, rate_limited=False)
     assert not router.is_cooling(a)
+    router.succeed(a)
     router.fail(a, rate_limited=False)
     assert router.is_cooling(a)  # 3 within 60 s, not in a row
+
+
+def test_the_window_starts_again_after_a_cooldown(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    router = _router(failure_window_seconds=60, failures_before_cooldown=3)
+    a = router.plan(_model(), "s")[0]
+    for _ in range(3):
+        router.fail(a, rate_limited=False)
+    assert router.is_cooling(a)
+    router.fail(a, rate_limited=False)  # a request admitted before the cooldown: not counted
+    assert router.health()[a.key].consecutive_failures == 3
+    clock[0] += 10.5  # the cooldown (10 s) is over, the failures still within the 60 s window
+    assert router.admit(a)
+    router.succeed(a)  # back in rotation: the window starts again
+    router.release(a)
+    assert router.health()[a.key].consecutive_failures == 0
+    router.fail(a, rate_limited=False)
+    router.fail(a, rate_limited=False)
+    assert not router.is_cooling(a)  # 2 since it came back
+    router.fail(a, rate_limited=False)
+    assert router.is_cooling(a)
 
 
 def test_after_a_cooldown_one_request_at_a_time_and_a_failure_doubles_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ and anything in a URL's userinfo or query are masked.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Depends
@@ -19,6 +20,7 @@ from modelport.catalog_spec import Deployment
 from modelport.console.deps import require_operator
 from modelport.console.operator.common import MASK, masked_url, operator, page
 from modelport.console.operator.queries import LogFilter, list_logs
+from modelport.gateway.probes import PROBES
 from modelport.requestlog.record import RequestStatus
 from modelport.upstreams.health import DEPLOYMENT_HEALTH, DeploymentHealth
 from modelport.web.deps import get_services
@@ -35,6 +37,7 @@ class Row:
     key_env_set: bool | None  # None: the deployment names no key variable
     headers: list[str]
     health: DeploymentHealth | None
+    next_probe_in: float | None  # seconds to this deployment's next probe (None: not probing now)
 
 
 @router.get("/upstreams")
@@ -42,6 +45,7 @@ async def upstreams_page(request: Request) -> Response:
     services = get_services(request)
     snapshot = await operator(request).models()
     health = services[DEPLOYMENT_HEALTH].health()
+    next_probe, now = services[PROBES].next_probe, time.monotonic()
     rows = [
         Row(
             model.id,
@@ -51,6 +55,7 @@ async def upstreams_page(request: Request) -> Response:
             None if not d.api_key_env else bool(os.environ.get(d.api_key_env)),
             sorted(d.headers),
             health.get(f"{model.id}#{i}"),
+            max(0.0, at - now) if (at := next_probe.get(f"{model.id}#{i}")) is not None else None,
         )
         for model in sorted(snapshot.text.values(), key=lambda m: m.id)
         for i, d in enumerate(model.deployments)
