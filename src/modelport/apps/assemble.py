@@ -59,7 +59,7 @@ from modelport.responses_store.store import ResponseStore
 from modelport.retention.pruner import PRUNER, build_pruner
 from modelport.services import ServiceKey, Services
 from modelport.settings import Settings
-from modelport.upstreams.health import DEPLOYMENT_HEALTH
+from modelport.upstreams.health import DEPLOYMENT_HEALTH, NEXT_PROBES
 from modelport.upstreams.pool import UPSTREAMS, UpstreamPool
 from modelport.webhooks import outbox
 from modelport.webhooks.secrets import box_of
@@ -211,7 +211,8 @@ def build_services(
     services.add(DEPLOYMENT_HEALTH, router)  # the operator console reads this process's cooldowns
     if services.redis is not None:  # cooldowns shared by every process
         services.add(SHARED_HEALTH, SharedHealth(services.redis, settings.redis_prefix, router))
-    services.add(PROBES, DeploymentProber(services.catalog, router, pool))
+    prober = services.add(PROBES, DeploymentProber(services.catalog, router, pool))
+    services.add(NEXT_PROBES, prober.next_probe)
     caller = UpstreamCaller(pool, router)
     stored = StoredResponses(response_store, ConversationStore(db, lifetime_ms))
     responses = services.add(STORED_RESPONSES, stored)

@@ -55,3 +55,6 @@ class HealthSource(Protocol):
 
 
 DEPLOYMENT_HEALTH: ServiceKey[HealthSource] = ServiceKey("deployment_health")
+# The monotonic time of each probing deployment's next probe, by key: the prober's own dict
+# (gateway/probes.py), read by the operator console, which may not import the gateway.
+NEXT_PROBES: ServiceKey[dict[str, float]] = ServiceKey("next deployment probes")

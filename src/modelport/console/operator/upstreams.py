@@ -20,9 +20,8 @@ from modelport.catalog_spec import Deployment
 from modelport.console.deps import require_operator
 from modelport.console.operator.common import MASK, masked_url, operator, page
 from modelport.console.operator.queries import LogFilter, list_logs
-from modelport.gateway.probes import PROBES
 from modelport.requestlog.record import RequestStatus
-from modelport.upstreams.health import DEPLOYMENT_HEALTH, DeploymentHealth
+from modelport.upstreams.health import DEPLOYMENT_HEALTH, NEXT_PROBES, DeploymentHealth
 from modelport.web.deps import get_services
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
@@ -45,7 +44,7 @@ async def upstreams_page(request: Request) -> Response:
     services = get_services(request)
     snapshot = await operator(request).models()
     health = services[DEPLOYMENT_HEALTH].health()
-    next_probe, now = services[PROBES].next_probe, time.monotonic()
+    next_probe, now = services[NEXT_PROBES], time.monotonic()
     rows = [
         Row(
             model.id,
