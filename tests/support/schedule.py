@@ -18,8 +18,44 @@ from __future__ import annotations
 SERIAL: dict[str, str] = {
     "tests/integration/test_server_limits.py": "header, keep-alive and body timeouts checked to within seconds",
     "tests/integration/tasks/test_task_controls_serve.py": "a cancel stops a render within 3 s and its CPU use",
-    "tests/integration/test_request_logs_writer.py::test_rows_arrive_within_the_flush_interval_without_a_flush": (
-        "rows land within 2 s"
+    "tests/integration/test_request_logs_writer.py": "rows land within 2 s; writer deadlines of 5-10 s",
+    "tests/integration/gateway/test_stored_responses.py::test_a_conversation_lives_from_its_last_use": (
+        "a 2 s lifetime: a use and a read 0.7 s inside it"
+    ),
+    "tests/integration/gateway/test_stored_responses.py::test_a_stored_response_expires": (
+        "a stored response read within its 2 s lifetime"
+    ),
+    "tests/integration/assets/test_vendora_adapter.py::test_breaker_opens_after_repeated_failures_and_half_opens": (
+        "the breaker checked open within its 0.3 s window"
+    ),
+    "tests/integration/foundation/test_credit.py::test_a_dead_process_reservation_comes_back_after_its_lease": (
+        "a dead reservation back within lease + sweep + 1 s"
+    ),
+    "tests/integration/foundation/test_key_budget_credit.py::test_a_dead_process_key_reservation": (
+        "a key's reservation swept back within 5 s"
+    ),
+    "tests/integration/tasks/test_task_events_serve.py::test_stream_of_a_task_run_by_another_process": (
+        "the last event within 1.5 s of the render's end (one hit the 300 s timeout at nice 19, 2026-12-02)"
+    ),
+    "tests/integration/test_media_files_http.py::test_real_expiry_and_quota": (
+        "1 s file retention: the quota refusal must come before it"
+    ),
+    "tests/integration/console/test_console_sessions.py::test_sessions_expire_and_sign_in_is_rate_limited": (
+        "a 2 s session used before it ends"
+    ),
+    "tests/integration/accounts/test_session_cookie_serve.py": "no 8 s gap between requests over 16 s",
+    "tests/integration/tasks/test_task_streams_serve.py::test_a_stream_ends_when_its_key_expires": (
+        "a key that expires in 3 s opens a stream first"
+    ),
+    "tests/integration/tasks/test_task_idempotency_serve.py::test_task_replay_conflict_per_team_and_expiry": (
+        "an 8 s idempotency key outlives a render wait and three conflicting POSTs"
+    ),
+    "tests/integration/failover/test_deployment_timeouts.py": "1 s connect and idle timeouts, checked to within 12 s",
+    "tests/integration/scim/test_scim_serve.py::test_deactivation_and_delete_end_a_live_session": (
+        "10 requests within 6 s of a deactivation"
+    ),
+    "tests/integration/gateway/test_background_responses.py::test_cancel_queued_and_running": (
+        "a cancel inside an 8 s run on a 2 s lease; 1.5 s without a change counts as settled"
     ),
     "tests/integration/gateway/test_shutdown_cut.py": "streams cut at the grace period (0.9-8 s)",
     "tests/unit/upstreams/test_local_model.py": (
@@ -40,6 +76,9 @@ SERIAL: dict[str, str] = {
         "setup and invitation links that expire after 2 s; a removal refused on both processes within 1 s"
     ),
     "tests/integration/failover/test_shared_cooldowns.py": "a cooldown heard by another process within 1 s",
+    "tests/integration/tasks/test_render_pool_serve.py": (
+        "both hosts answer within 2 s while a video renders (a probe took 16 s at nice 19 in CI, 2026-12-03)"
+    ),
     "tests/integration/test_ratelimit_redis_crossprocess.py": (
         "two processes must start within 2 s of each other and overlap (failed beside a parallel worker)"
     ),
@@ -58,7 +97,6 @@ HEAVY: dict[str, str] = {
     "tests/integration/tasks/test_slideshow_serve.py": "video renders",
     "tests/integration/tasks/test_speech_serve.py": "speech synthesis",
     "tests/integration/tasks/test_style_transfer_serve.py": "ONNX style transfer",
-    "tests/integration/tasks/test_render_pool_serve.py": "video renders in a process pool",
     "tests/integration/tasks/test_render_process_serve.py": "video renders in a process pool",
     "tests/integration/ops/test_replicas.py": "three serve processes on PostgreSQL, 150 concurrent requests",
 }
