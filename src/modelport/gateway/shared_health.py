@@ -125,7 +125,7 @@ class SharedHealth:
                 log.warning("deployment health subscription: Redis failed; retrying")
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
             await asyncio.sleep(RECONNECT_SECONDS)
 
     def _heard(self, data: Any) -> None:

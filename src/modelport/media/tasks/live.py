@@ -113,7 +113,7 @@ class TaskChanges:
             finally:
                 self._listening = False
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
                 self._wake_all()
             await asyncio.sleep(RECONNECT_SECONDS)
 
