@@ -12,8 +12,10 @@ load and clock speed. The guard compares ratios, modelport's instructions per re
 for the same kind of request, so a new interpreter or library release moves both sides and not the verdict;
 it fails when a ratio rises more than `--tolerance` (10 %) above the recorded one.
 
-Batches: Chat Completions on the fast path (`bench/fast`, same protocol), the same streamed (16 chunks), and
-Chat in / Messages upstream (`bench/translated`, against the bare proxy's plain chat figure). The fake upstream
+Batches: each protocol's fast path (a deployment of its own protocol: Chat Completions on `bench/fast`,
+Responses on `bench/responses`, Messages on `bench/translated`), non-streaming and streamed (16 chunks), each
+against the bare proxy relaying the same request; and Chat in / Messages upstream (`bench/translated`,
+against the bare proxy's plain chat figure). The fake upstream
 answers at once (`--delay-ms 0`) so that the servers' time-driven work (timers, batch writers) stays small
 beside the requests' own work. Needs valgrind (`scripts/install_valgrind.sh`); perf's instruction counter is
 not available in most VMs and containers, callgrind works everywhere valgrind runs.
@@ -32,14 +34,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import _procs
 import aiohttp
+from matrix_bench import PROTOCOLS, Protocol
 
 BASELINE = _procs.BENCH_DIR / "instr_baseline.json"
-PROMPT = [{"role": "user", "content": "Say hello in one short sentence."}]
 # Valgrind runs a Python process ~5x slower without instrumentation and ~50x with it.
 TIMEOUT_SCALE = 20.0
 QUIET_SECONDS = 1.0
@@ -51,16 +54,21 @@ _TOTALS_RE = re.compile(rb"^(?:totals|summary):\s+(\d+)", re.MULTILINE)
 @dataclass(frozen=True)
 class Batch:
     name: str
-    model_bare: str
+    protocol: Protocol  # the route, the body and what a whole answer looks like (matrix_bench.py's)
     model_gateway: str
     stream: bool
-    bare_batch: str  # the bare proxy's batch it is compared with
+    bare_batch: str  # the bare proxy's batch it is compared with (the bare proxy's model is always `m`)
 
 
+_CHAT, _RESPONSES, _MESSAGES = PROTOCOLS
 BATCHES = (
-    Batch("chat", "m", "bench/fast", False, "chat"),
-    Batch("chat-stream", "m", "bench/fast", True, "chat-stream"),
-    Batch("translated", "m", "bench/translated", False, "chat"),
+    Batch("chat", _CHAT, "bench/fast", False, "chat"),
+    Batch("chat-stream", _CHAT, "bench/fast", True, "chat-stream"),
+    Batch("translated", _CHAT, "bench/translated", False, "chat"),
+    Batch("responses", _RESPONSES, "bench/responses", False, "responses"),
+    Batch("responses-stream", _RESPONSES, "bench/responses", True, "responses-stream"),
+    Batch("messages", _MESSAGES, "bench/translated", False, "messages"),
+    Batch("messages-stream", _MESSAGES, "bench/translated", True, "messages-stream"),
 )
 
 
@@ -130,26 +138,28 @@ class Counter:
         raise RuntimeError(f"no callgrind dump of pid {self._pid} in {self._out_dir}")
 
 
-async def _send(session: aiohttp.ClientSession, url: str, headers: dict[str, str], body: bytes, stream: bool) -> None:
+async def _send(
+    session: aiohttp.ClientSession, url: str, headers: dict[str, str], body: bytes, complete: Callable[[bytes], bool]
+) -> None:
     async with session.post(url, data=body, headers=headers) as response:
         payload = await response.read()
-    done = payload.rstrip().endswith(b"data: [DONE]") if stream else b'"choices"' in payload
-    if response.status != 200 or not done:
+    if response.status != 200 or not complete(payload):
         raise RuntimeError(f"{url}: {response.status} {payload[:300]!r}")
 
 
 async def measure_batch(
-    proc: _procs.Proc, counter: Counter, model: str, stream: bool, *, warmup: int, requests: int, concurrency: int
+    proc: _procs.Proc, counter: Counter, batch: Batch, model: str, *, warmup: int, requests: int, concurrency: int
 ) -> float:
     """Instructions per request the server spent on `requests` identical requests (after `warmup` more)."""
-    body_obj: dict[str, object] = {"model": model, "messages": PROMPT, "max_tokens": 16}
-    if stream:
-        body_obj["stream"] = True
-    body = json.dumps(body_obj).encode()
+    protocol = batch.protocol
+    body = json.dumps(protocol.body(model, batch.stream)).encode()
+    complete = protocol.complete(batch.stream)
     headers = {"content-type": "application/json"}
     if proc.extra.get("key"):
         headers["authorization"] = f"Bearer {proc.extra['key']}"
-    url = proc.url + "/v1/chat/completions"
+    if protocol.name == "messages":
+        headers["anthropic-version"] = "2023-06-01"
+    url = proc.url + protocol.path
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency), timeout=timeout) as session:
 
@@ -158,7 +168,7 @@ async def measure_batch(
 
             async def worker() -> None:
                 for _ in queue:
-                    await _send(session, url, headers, body, stream)
+                    await _send(session, url, headers, body, complete)
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
 
@@ -214,18 +224,18 @@ async def run_once(args: argparse.Namespace, out_dir: Path) -> dict[str, float]:
             for batch in BATCHES:
                 if name == "bare" and batch.bare_batch != batch.name:
                     continue
-                model = batch.model_bare if name == "bare" else batch.model_gateway
+                model = "m" if name == "bare" else batch.model_gateway
                 per_request = await measure_batch(
                     proc,
                     counter,
+                    batch,
                     model,
-                    batch.stream,
                     warmup=args.warmup,
                     requests=args.requests,
                     concurrency=args.concurrency,
                 )
                 counts[f"{name}/{batch.name}"] = per_request
-                print(f"  {name:<10} {batch.name:<12} {per_request / 1e6:8.3f} M instructions per request", flush=True)
+                print(f"  {name:<10} {batch.name:<17} {per_request / 1e6:8.3f} M instructions per request", flush=True)
     finally:
         for proc in started:
             proc.stop(timeout=120)
@@ -294,7 +304,7 @@ def main() -> None:
         limit = recorded[name] * (1 + args.tolerance)
         verdict = "ok" if ratio <= limit else "REGRESSION"
         failed |= ratio > limit
-        print(f"  {name:<12} {ratio:6.3f} (recorded {recorded[name]:.3f}, limit {limit:.3f}) {verdict}")
+        print(f"  {name:<17} {ratio:6.3f} (recorded {recorded[name]:.3f}, limit {limit:.3f}) {verdict}")
         if ratio < recorded[name] * (1 - args.tolerance):
             print(f"    {name}: more than {args.tolerance:.0%} below the record: re-record it (--record)")
     sys.exit(1 if failed else 0)
