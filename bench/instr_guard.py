@@ -154,11 +154,7 @@ async def measure_batch(
     protocol = batch.protocol
     body = json.dumps(protocol.body(model, batch.stream)).encode()
     complete = protocol.complete(batch.stream)
-    headers = {"content-type": "application/json"}
-    if proc.extra.get("key"):
-        headers["authorization"] = f"Bearer {proc.extra['key']}"
-    if protocol.name == "messages":
-        headers["anthropic-version"] = "2023-06-01"
+    headers = protocol.headers(proc.extra.get("key"))
     url = proc.url + protocol.path
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency), timeout=timeout) as session:

@@ -63,6 +63,15 @@ class Protocol:
             body["stream"] = True
         return body
 
+    def headers(self, key: str | None) -> dict[str, str]:
+        """The request headers: JSON, the key when the server wants one, Messages' version header."""
+        headers = {"content-type": "application/json"}
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        if self.name == "messages":
+            headers["anthropic-version"] = "2023-06-01"
+        return headers
+
     def complete(self, stream: bool) -> Callable[[bytes], bool]:
         """Whether an answer body is whole: the protocol's last event, or its non-streaming shape."""
         if stream:
@@ -127,12 +136,8 @@ def _pct(values: list[float], q: float) -> float:
 
 def target_for(protocol: Protocol, stream: bool, path: str, server: _procs.Proc) -> _load.Target:
     model = {"fast": protocol.fast_model, "translated": protocol.translated_model}.get(path, "m")
-    headers = {"content-type": "application/json"}
-    if server.extra.get("key"):
-        headers["authorization"] = f"Bearer {server.extra['key']}"
-    if protocol.name == "messages":
-        headers["anthropic-version"] = "2023-06-01"
     body = json.dumps(protocol.body(model, stream)).encode()
+    headers = protocol.headers(server.extra.get("key"))
     return _load.Target(server.url + protocol.path, headers, body, stream, protocol.complete(stream))
 
 
