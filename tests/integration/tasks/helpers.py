@@ -210,6 +210,7 @@ def create(
 def wait_ended(media_url: str, team: Team, task_ids: list[str], timeout: float = 120) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + timeout
     ended: dict[str, dict[str, Any]] = {}
+    last: dict[str, dict[str, Any]] = {}  # what each unfinished task said last, for the failure message
     while time.monotonic() < deadline:
         for task_id in task_ids:
             if task_id in ended:
@@ -221,12 +222,14 @@ def wait_ended(media_url: str, team: Team, task_ids: list[str], timeout: float =
                 raise AssertionError(f"GET task {task_id}: no answer in 30 s. The processes:\n{stacks}") from None
             assert got.status_code == 200, got.text
             data: dict[str, Any] = got.json()["data"]
+            last[task_id] = data
             if data["status"] in ("success", "failed", "cancelled"):
                 ended[task_id] = data
         if len(ended) == len(task_ids):
             return ended
         time.sleep(0.2)
-    raise AssertionError(f"tasks did not end in {timeout} s: {sorted(set(task_ids) - set(ended))}")
+    waiting = {t: last.get(t) for t in sorted(set(task_ids) - set(ended))}
+    raise AssertionError(f"tasks did not end in {timeout} s: {waiting}. The processes:\n{modelport_stacks()}")
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30, what: str = "condition") -> None:
