@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -28,10 +27,12 @@ import asyncio, json, sys, time
 from modelport.ratelimit import make_limiters
 from modelport.services import make_redis
 
-async def main(url, prefix, mode, limit, attempts, start_at):
+async def main(url, prefix, mode, limit, attempts):
     client = make_redis(url)
     limiters = make_limiters(client, prefix)
-    await asyncio.sleep(max(0.0, start_at - time.time()))
+    await client.ping()  # connected before the start, so the first hits do not wait on a connection
+    print("ready", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)  # the test's "go", once both processes are ready
     started = time.time()
     if mode == "rate":
         # window of an hour: no capacity comes back while the test runs
@@ -46,8 +47,8 @@ async def main(url, prefix, mode, limit, attempts, start_at):
     await limiters.aclose()
     await client.aclose()
 
-url, prefix, mode, limit, attempts, start_at = sys.argv[1:]
-asyncio.run(main(url, prefix, mode, int(limit), int(attempts), float(start_at)))
+url, prefix, mode, limit, attempts = sys.argv[1:]
+asyncio.run(main(url, prefix, mode, int(limit), int(attempts)))
 """
 
 
@@ -68,14 +69,27 @@ async def prefix() -> AsyncIterator[str]:
 
 
 def _run_two(prefix: str, mode: str, limit: int, attempts: int) -> list[dict[str, float]]:
-    start_at = time.time() + 2.0  # time for both interpreters to start and import
-    args = [REDIS_URL, prefix, mode, str(limit), str(attempts), str(start_at)]
+    # A start line, not a start time: a fixed 2 s for both interpreters to start and import was not enough
+    # on a loaded machine (one began after the other had ended, CI 2026-12-04).
+    args = [REDIS_URL, prefix, mode, str(limit), str(attempts)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-c", WORKER, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(2)
     ]
+    for proc in procs:
+        assert proc.stdout is not None
+        ready = proc.stdout.readline()  # blocks until that process has imported and connected
+        assert ready == "ready\n", (ready, proc.stderr.read() if proc.stderr else "")
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
     reports = []
     for proc in procs:
         out, err = proc.communicate(timeout=60)
