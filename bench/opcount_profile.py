@@ -38,6 +38,8 @@ WORKLOADS = {  # name: (path, model, stream)
     "chat fast, 16-chunk stream": ("/v1/chat/completions", "bench/fast", True),
     "Chat -> Messages": ("/v1/chat/completions", "bench/translated", False),
     "messages fast": ("/v1/messages", "bench/translated", False),
+    "responses fast": ("/v1/responses", "bench/responses", False),
+    "responses fast, 16-chunk stream": ("/v1/responses", "bench/responses", True),
 }
 STEPS: tuple[tuple[str, str], ...] = (
     ("aiohttp", "aiohttp: the upstream request and its answer (the bare proxy's too)"),
@@ -135,7 +137,11 @@ async def count_workload(
     gateway: _procs.Proc, out: Path, path: str, model: str, stream: bool, *, warmup: int, requests: int
 ) -> list[list[object]]:
     """The per-function counts of `requests` identical requests (after `warmup` more)."""
-    body_obj: dict[str, object] = {"model": model, "messages": PROMPT, "max_tokens": 16}
+    body_obj: dict[str, object] = (
+        {"model": model, "input": PROMPT, "max_output_tokens": 16}
+        if path == "/v1/responses"
+        else {"model": model, "messages": PROMPT, "max_tokens": 16}
+    )
     if stream:
         body_obj["stream"] = True
     body = json.dumps(body_obj).encode()
