@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.ports import free_port
 from tests.support.server import RunningServer, run_server
 from tests.unit.media.files import samples
 
 LIMIT = 1024 * 1024
-
-
-def free_port() -> int:
-    # The download URL needs the public port before start-up, so pick one rather than port 0.
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import socket
 import time
 from collections.abc import Iterator
 from email import message_from_bytes
@@ -20,6 +19,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from tests.support.accounts import admin, browser, close_browsers, console_path, set_password, sign_in
+from tests.support.ports import free_port
 from tests.support.server import RunningServer, run_server
 
 TOKEN = "accounts-limits-admin-token-0123456789"
@@ -41,9 +41,7 @@ class Inbox:
 @pytest.fixture(scope="module")
 def inbox() -> Iterator[Inbox]:
     handler = Inbox()
-    with socket.socket() as probe:  # aiosmtpd's controller checks its own port: it needs a real one
-        probe.bind(("127.0.0.1", 0))
-        handler.port = probe.getsockname()[1]
+    handler.port = free_port()  # aiosmtpd's controller checks its own port: it needs a real one
     controller = Controller(handler, hostname="127.0.0.1", port=handler.port)
     controller.start()
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,17 +11,11 @@ from typing import Any
 import httpx
 
 from tests.support.https_origin import HttpsOrigin
+from tests.support.ports import free_port as free_port  # re-exported: the tests import it from here
 from tests.support.server import RunningServer, run_server
 
 ASSETS = "/api/v1/media/providers/vendorA/assets"
 ADMIN_TOKEN = "assets-test-admin-token-0123456789"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

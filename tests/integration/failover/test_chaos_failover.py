@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import pytest
 from tests.support.console import ConsoleClient
 from tests.support.fake_shapes import openai_error
 from tests.support.fake_upstream import FakeUpstream, Reply, Usage
+from tests.support.ports import free_port
 from tests.support.server import RunningServer, run_server
 
 ADMIN = "failover-admin-token-0123456789-abcdef"
@@ -177,9 +177,7 @@ class Chaos:
 
 
 def _dead_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # closed again: connections to it are refused
+    return free_port()  # nobody listens there: connections to it are refused
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -25,19 +24,13 @@ from modelport.media.files.tables import media_files
 from modelport.media.tasks.tables import media_tasks
 from modelport.storage.db import create_engine
 from modelport.webhooks.tables import webhook_deliveries
+from tests.support.ports import free_port as free_port  # re-exported: the tests import it from here
 from tests.support.server import RunningServer, run_server, server_env
 from tests.support.stacks import modelport_stacks
 
 ADMIN_TOKEN = "tasks-test-admin-token-0123456789"
 SKETCH = "/local/sketch-image"
 PRICE_MICROS = 2000  # local/sketch-image: 0.002 USD per image
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -5,6 +5,7 @@ over; a slot is freed only by its holder."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -14,12 +15,20 @@ from modelport.media.tasks.hosted import slots
 async def test_racing_tasks_never_exceed_the_limit(engine: AsyncEngine) -> None:
     holding: set[str] = set()
     most = 0
+    full = asyncio.Event()
 
     async def task(n: int) -> None:
         nonlocal most
         async with slots.provider_slot(engine, "acme", 3, f"task_{n}", lease_seconds=30):
             holding.add(f"task_{n}")
             most = max(most, len(holding))
+            if len(holding) == 3:
+                full.set()
+            # The first holders wait (up to 10 s) until three hold at once: a fixed 50 ms hold let a loaded
+            # machine hand the slots out one after another (at most 2 at once, CI 2026-12-04). A limit that
+            # let fewer than three in leaves `most` below 3 after the wait; one that let more in, above.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(full.wait(), timeout=10)
             await asyncio.sleep(0.05)
             holding.discard(f"task_{n}")
 
