@@ -340,8 +340,9 @@ def test_a_chain_moves_between_two_responses_deployments(pair: Gateway) -> None:
 @pytest.mark.local_model
 @pytest.mark.heavy
 def test_a_chain_reaches_the_embedded_model(gw: Gateway) -> None:
-    """The embedded model reads the earlier turns: the second turn's prompt (as its own tokenizer counts it,
-    the same count `input_tokens` gives) holds the first turn's long input."""
+    """The embedded model reads the earlier turns: the second and third turns' prompts (as its own tokenizer
+    counts them, the same count `input_tokens` gives) hold the first turn's long input, and the third's holds
+    the second turn too (the chain is three turns long, as for the other upstream kinds)."""
     client = gw.openai
     model = "local/smollm2-135m-instruct"
     first = client.responses.create(model=model, input="The code word is PELICAN. " * 20, max_output_tokens=16)
@@ -358,3 +359,13 @@ def test_a_chain_reaches_the_embedded_model(gw: Gateway) -> None:
     # The first turn's input is 20 x 7 tokens or so: all of it is in the second prompt.
     assert second.usage.input_tokens >= alone.input_tokens + 100, (alone, second.usage)
     assert client.responses.retrieve(second.id).previous_response_id == first.id
+
+    third = client.responses.create(
+        model=model, input="Say it once more.", previous_response_id=second.id, max_output_tokens=16
+    )
+    assert third.usage is not None
+    third_alone = client.responses.input_tokens.count(model=model, input="Say it once more.")
+    # Both earlier turns are in the third prompt: the first's long input, the second's question and answer.
+    assert third.usage.input_tokens >= third_alone.input_tokens + 100, (third_alone, third.usage)
+    assert third.usage.input_tokens > second.usage.input_tokens, (second.usage, third.usage)
+    assert client.responses.retrieve(third.id).previous_response_id == second.id
