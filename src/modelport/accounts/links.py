@@ -73,12 +73,13 @@ async def issue_link_in(conn: AsyncConnection, user_id: str, kind: str, *, lifet
 
 
 async def issue_link(
-    engine: AsyncEngine, user_id: str, kind: str, *, lifetime_ms: int, actor: Actor | None
+    engine: AsyncEngine, user_id: str, kind: str, *, lifetime_ms: int, actor: Actor | None, team_id: str | None = None
 ) -> IssuedLink:
+    """`team_id`: the team whose owner or admin made the link (its audit log shows the event)."""
     async with engine.begin() as conn:
         link = await issue_link_in(conn, user_id, kind, lifetime_ms=lifetime_ms)
         after = {"expires_at": link.expires_at_ms // 1000}
-        await audit.record(conn, actor, f"user.{kind}_link", team_id=None, target=user_id, after=after)
+        await audit.record(conn, actor, f"user.{kind}_link", team_id=team_id, target=user_id, after=after)
     return link
 
 

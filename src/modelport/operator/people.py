@@ -85,11 +85,14 @@ class People:
         self._access_changed()
         return updated
 
-    async def reset_link(self, ref: str) -> tuple[str, IssuedLink]:
-        """A password-reset link (a setup link for someone who never set a password); mailed when SMTP is set."""
+    async def reset_link(self, ref: str, *, team_id: str | None = None) -> tuple[str, IssuedLink]:
+        """A password-reset link (a setup link for someone who never set a password); mailed when SMTP is set.
+        `team_id`: made by that team's owner or admin (`team_admin.reset_links`), audited in the team."""
         found = await users.get_user(self.engine, ref)
         kind = "reset" if found.password_set else "setup"
-        link = await links.issue_link(self.engine, found.id, kind, lifetime_ms=self._setup_ms, actor=self.actor)
+        link = await links.issue_link(
+            self.engine, found.id, kind, lifetime_ms=self._setup_ms, actor=self.actor, team_id=team_id
+        )
         url = link_url(self.settings, kind, link.token)
         if mail.mail_configured(self.settings.smtp):
             subject, body = mail.reset_mail(url)

@@ -1,8 +1,8 @@
 """The team's members and invitations on the media host, for keys with `role: admin` (which act with the
 team role `admin`: members up to admin, never owners). `GET /api/v1/team/members`,
-`PATCH/DELETE /api/v1/team/members/{user_id}`, `GET/POST /api/v1/team/invitations`,
-`DELETE /api/v1/team/invitations/{invitation_id}`; shapes in docs/api/accounts.md. A refused role is the
-403 every door gives (`accounts.permissions`)."""
+`PATCH/DELETE /api/v1/team/members/{user_id}`, `POST /api/v1/team/members/{user_id}/reset-link`,
+`GET/POST /api/v1/team/invitations`, `DELETE /api/v1/team/invitations/{invitation_id}`; shapes in
+docs/api/accounts.md. A refused role is the 403 every door gives (`accounts.permissions`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from modelport.accounts.permissions import Permission, check_grant
 from modelport.errors import InvalidParameters, NotFound
 from modelport.operator.people import People
 from modelport.team_admin.body import json_body
+from modelport.team_admin.reset_links import member_reset_link
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services, media_auth_with
 from modelport.web.envelope import ok
@@ -63,6 +64,13 @@ async def remove_member(request: Request, user_id: str, auth: AuthContext = Depe
     found = await _member(request, auth, user_id)
     removed = await _people(request, auth).remove_member(auth.team_id, found.user_id)
     return ok({**removed.to_public(), "removed": True})
+
+
+@router.post("/members/{user_id}/reset-link", summary="A member's password-reset link (admin keys only)")
+async def reset_link(request: Request, user_id: str, auth: AuthContext = Depends(_reader)) -> Response:
+    actor = request_actor(request, "team_key", key_id=auth.key_id)
+    url, link = await member_reset_link(get_services(request), auth, actor, user_id)
+    return ok({"url": url, "expires_at": link.expires_at_ms // 1000})
 
 
 @router.get("/invitations", summary="The team's invitations (admin keys only)")

@@ -1,6 +1,7 @@
 """Members: the team's people and pending invitations; owners and admins invite, change roles and remove
-(admins up to `admin`; only owners touch owners: `accounts.permissions.may_grant`). An invitation's link is
-shown in the answer that creates it, once. Every member sees the list; only the roles that may change it
+(admins up to `admin`; only owners touch owners: `accounts.permissions.may_grant`) and make a member's
+password-reset link (`team_admin.reset_links`). An invitation's or a reset link is shown in the answer that
+creates it, once. Every member sees the list; only the roles that may change it
 see its buttons, and a refused form is the same 403 as the team API's."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from modelport.console.sessions import KEY_ID, session_token
 from modelport.console.templating import console_root, render
 from modelport.errors import Forbidden, NotFound
 from modelport.operator.people import People
+from modelport.team_admin.reset_links import member_reset_link
 from modelport.web.deps import get_services
 
 router = APIRouter()
@@ -28,7 +30,14 @@ def _people(request: Request, auth: AuthContext) -> People:
     return People.for_services(get_services(request), console_actor(request, auth))
 
 
-async def _page(request: Request, auth: AuthContext, *, invited_url: str | None = None, status: int = 200) -> Response:
+async def _page(
+    request: Request,
+    auth: AuthContext,
+    *,
+    invited_url: str | None = None,
+    reset: tuple[str, str] | None = None,
+    status: int = 200,
+) -> Response:
     engine = get_services(request).db
     manage = allows(auth.team_role, Permission.MANAGE_MEMBERS)
     context = {
@@ -40,6 +49,7 @@ async def _page(request: Request, auth: AuthContext, *, invited_url: str | None 
         "grantable": [r for r in ("owner", "admin", "developer", "viewer") if may_grant(auth.team_role, r)],
         "may_grant": lambda role: may_grant(auth.team_role, role),
         "invited_url": invited_url,
+        "reset": reset,  # (the member's email, the link)
     }
     return render(request, "team/members.html", context, status=status)
 
@@ -87,6 +97,15 @@ async def remove(request: Request, user_id: str, auth: AuthContext = Depends(_ma
     found = await _member(request, auth, user_id)
     await _people(request, auth).remove_member(auth.team_id, found.user_id)
     return RedirectResponse(f"{console_root(request)}/members", status_code=303)
+
+
+@router.post("/members/{user_id}/reset-link")
+async def reset_link(request: Request, user_id: str, auth: AuthContext = Depends(_manager)) -> Response:
+    services = get_services(request)
+    url, _ = await member_reset_link(services, auth, console_actor(request, auth), user_id)
+    found = await members.get_member(services.db, auth.team_id, user_id[:64])
+    # Rendered, not redirected: the link exists in this answer only.
+    return await _page(request, auth, reset=(found.email, url), status=201)
 
 
 @router.post("/members/invitations/{invitation_id}/revoke")
