@@ -118,3 +118,47 @@ def test_a_viewer_sees_no_write_buttons_and_is_refused_posting_anyway(server: Ru
         context.close()
     listed = admin(server, TOKEN, "GET", "/teams/viewers/invitations").json()["data"]["invitations"]
     assert listed == []  # nothing was created
+
+
+def test_an_operator_account_creates_a_user_adds_them_invites_and_revokes(
+    server: RunningServer, browser: Browser
+) -> None:
+    made = admin(server, TOKEN, "POST", "/users", json={"email": "opal@browser.example", "operator_role": "operator"})
+    assert made.status_code == 200, made.text
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        set_up(page, str(made.json()["data"]["setup_url"]), "Opal Operator")
+        page.goto(server.media_url + "/console/admin/users")
+        page.fill("#email", "una@browser.example")
+        page.fill("#name", "Una User")
+        page.click("#create-user button[type=submit]")
+        expect(page.locator("#shown-url")).to_contain_text("/console/setup/")
+        screenshot(page, SHOTS, "09-operator-user-created")
+
+        page.goto(server.media_url + "/console/admin/")
+        page.fill("input[name=name]", "op-browser")
+        page.click("form[action$='/admin/teams'] button[type=submit]")
+        expect(page.locator("h1")).to_contain_text("Team op-browser")
+        page.fill("#member-email", "una@browser.example")
+        page.select_option("#member-role", "owner")
+        page.click("#add-member button[type=submit]")
+        expect(page.locator("#members tbody")).to_contain_text("una@browser.example")
+        expect(page.locator("#members tbody")).to_contain_text("owner")
+
+        page.fill("#invite-email", "iris@browser.example")
+        page.select_option("#invite-role", "viewer")
+        page.click("#invite-form button[type=submit]")
+        expect(page.locator("#invited-url")).to_contain_text("/console/invite/")
+        expect(page.locator("#invitations tbody")).to_contain_text("pending")
+        page.click("button[aria-label='Revoke the invitation of iris@browser.example']")
+        expect(page.locator("#invitations tbody")).to_contain_text("revoked")
+        assert page.locator("#invited-url").count() == 0  # the link was shown once
+        page.locator("#members-h").scroll_into_view_if_needed()
+        screenshot(page, SHOTS, "10-operator-team-members-and-invitations")
+    finally:
+        context.close()
+    listed = admin(server, TOKEN, "GET", "/teams/op-browser/invitations").json()["data"]["invitations"]
+    assert [(i["email"], i["accepted_at"]) for i in listed] == [("iris@browser.example", None)]
+    events = admin(server, TOKEN, "GET", "/audit", params={"action": "invitation.revoke"}).json()["data"]["events"]
+    assert [e["actor"]["email"] for e in events] == ["opal@browser.example"]

@@ -1,4 +1,4 @@
-"""What every operator page shares: its navigation, flash messages, redirects, the operator service."""
+"""What every operator page shares: its navigation, flash messages, redirects, the operator services."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from starlette.responses import HTMLResponse, RedirectResponse
 
 from modelport.accounts.audit import Actor
 from modelport.console.templating import console_root, render
+from modelport.operator.people import People
 from modelport.operator.verbs import Operator
 from modelport.web.actor import request_actor
 from modelport.web.deps import get_services
@@ -57,6 +58,16 @@ def operator(request: Request) -> Operator:
     return Operator.for_services(get_services(request), operator_actor(request))
 
 
+def people(request: Request) -> People:
+    """Users, members and invitations, through the service the admin API's people routes and the CLI call."""
+    return People.for_services(get_services(request), operator_actor(request))
+
+
+def may_change(request: Request) -> bool:
+    """Whether this session may act (an `operator_viewer` may only read): pages offer their forms only then."""
+    return getattr(request.state, "operator_role", "operator") == "operator"
+
+
 def flash(request: Request, text: str, *, error: bool = False) -> None:
     """A message for the next page this session loads (after a POST's redirect)."""
     request.session[_FLASH] = {"kind": "error" if error else "notice", "text": text}
@@ -64,7 +75,12 @@ def flash(request: Request, text: str, *, error: bool = False) -> None:
 
 def page(request: Request, template: str, context: dict[str, Any], *, status: int = 200) -> HTMLResponse:
     shown = request.session.pop(_FLASH, None)
-    values = {"operator_nav": OPERATOR_NAV, "flash": shown if isinstance(shown, dict) else None, **context}
+    values = {
+        "operator_nav": OPERATOR_NAV,
+        "flash": shown if isinstance(shown, dict) else None,
+        "may_change": may_change(request),
+        **context,
+    }
     return render(request, template, values, status=status)
 
 

@@ -1,4 +1,5 @@
-"""Teams: the list, creating one, and a team's page (top-up with a note, tier, flags, suspension, keys, ledger)."""
+"""Teams: the list, creating one, and a team's page (top-up with a note, tier, flags, suspension, keys, ledger;
+its members and invitations, whose forms are `team_people`'s)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
+from modelport.accounts.permissions import TEAM_ROLES
 from modelport.billing.key_budget import key_spend_view
 from modelport.billing.topups import tier_rank
 from modelport.console.deps import require_operator
 from modelport.console.key_forms import form_values, key_form_fields
-from modelport.console.operator.common import back, flash, form_fields, operator, page
+from modelport.console.operator.common import back, flash, form_fields, operator, page, people
 from modelport.console.operator.queries import find_keys
 from modelport.errors import ServiceError
 from modelport.money import display_usd
@@ -49,9 +51,20 @@ async def create_team(request: Request) -> Response:
     return back(request, f"/admin/teams/{team.id}")
 
 
-async def _team_page(request: Request, team_ref: str, *, new_key: str | None = None) -> Response:
+async def render_team_page(
+    request: Request,
+    team_ref: str,
+    *,
+    new_key: str | None = None,
+    invited: dict[str, str] | None = None,
+    refusal: str | None = None,
+    status: int = 200,
+) -> Response:
+    """The team's page; `new_key` and `invited` (an invitation's email and URL) are shown in this answer only,
+    `refusal` is a member action's error shown above the members (with its `status`)."""
     op = operator(request)
     team = await op.team(team_ref)
+    service = people(request)
     raw_before = request.query_params.get("before_id", "")
     before_id = query_int(raw_before, "before_id", low=1, high=MAX_QUERY_INT)
     tiers = get_services(request).settings.tiers
@@ -73,13 +86,18 @@ async def _team_page(request: Request, team_ref: str, *, new_key: str | None = N
         "new_key": new_key,
         "console_sessions": await op.session_count(team.id),
         "default_log_days": get_services(request).settings.retention.request_logs_days,
+        "members": await service.members(team.id),
+        "invitations": sorted(await service.invitations(team.id), key=lambda i: -i.created_at_ms),
+        "team_roles": TEAM_ROLES,
+        "invited": invited,
+        "refusal": refusal,
     }
-    return page(request, "operator/team.html", context)
+    return page(request, "operator/team.html", context, status=status)
 
 
 @router.get("/teams/{team_ref}")
 async def team_page(request: Request, team_ref: str) -> Response:
-    return await _team_page(request, team_ref)
+    return await render_team_page(request, team_ref)
 
 
 @router.post("/teams/{team_id}/topup")
@@ -183,7 +201,7 @@ async def create_key(request: Request, team_id: str) -> Response:
         flash(request, exc.detail or exc.category, error=True)
         return back(request, f"/admin/teams/{team_id}")
     # Shown in this answer only (never put in the session cookie, which is signed but readable).
-    return await _team_page(request, team_id, new_key=created.key)
+    return await render_team_page(request, team_id, new_key=created.key)
 
 
 @router.post("/keys/{key_id}/edit")
