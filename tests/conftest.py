@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support import conformance_data, schedule
+from tests.support import conformance_data, schedule, server
 from tests.support.cpu_report import CpuRecorder
 from tests.support.databases import BACKENDS, drop_templates, migrated_engine
 from tests.support.stacks import modelport_stacks
@@ -120,7 +120,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     drop_templates()
     if _cpu is not None and _cpu.files:
-        _cpu.write(os.environ.get("PYTEST_XDIST_WORKER", "main"))
+        _cpu.write(os.environ.get("PYTEST_XDIST_WORKER", "main"), server.starts)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

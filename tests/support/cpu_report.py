@@ -15,6 +15,7 @@ import resource
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 ARTIFACTS = Path("test-artifacts")
@@ -47,26 +48,35 @@ class CpuRecorder:
         totals[2] += children - children0
         self._mark = None
 
-    def write(self, worker: str) -> None:
+    def write(self, worker: str, serve_starts: Mapping[str, int]) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
-        rows = {path: [round(v, 3) for v in totals] for path, totals in self.files.items()}
+        rows = {
+            path: [*(round(v, 3) for v in totals), serve_starts.get(path, 0)] for path, totals in self.files.items()
+        }
         (ARTIFACTS / f"cpu-{worker}-{os.getpid()}.json").write_text(json.dumps(rows, indent=0))
 
 
 def summarise(paths: list[Path], top: int) -> str:
-    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])  # wall, own, children, starts
     for path in paths:
         for name, values in json.loads(path.read_text()).items():
             for i, value in enumerate(values):
                 totals[name][i] += value
-    lines = [f"{'cpu s':>8} {'own':>8} {'children':>8} {'wall s':>8}  file"]
+    lines = [f"{'cpu s':>8} {'own':>8} {'children':>8} {'wall s':>8} {'serves':>6}  file"]
     ranked = sorted(totals.items(), key=lambda kv: kv[1][1] + kv[1][2], reverse=True)
-    for name, (wall, own, children) in ranked[:top]:
-        lines.append(f"{own + children:8.1f} {own:8.1f} {children:8.1f} {wall:8.1f}  {name}")
+    for name, (wall, own, children, serves) in ranked[:top]:
+        lines.append(f"{own + children:8.1f} {own:8.1f} {children:8.1f} {wall:8.1f} {serves:6.0f}  {name}")
     all_own = sum(v[1] for v in totals.values())
     all_children = sum(v[2] for v in totals.values())
     all_wall = sum(v[0] for v in totals.values())
-    lines.append(f"{all_own + all_children:8.1f} {all_own:8.1f} {all_children:8.1f} {all_wall:8.1f}  (all files)")
+    all_serves = sum(v[3] for v in totals.values())
+    all_cpu = all_own + all_children
+    lines.append(f"{all_cpu:8.1f} {all_own:8.1f} {all_children:8.1f} {all_wall:8.1f} {all_serves:6.0f}  (all files)")
+    lines.append("")
+    lines.append("the files that started the most `serve` processes:")
+    for name, values in sorted(totals.items(), key=lambda kv: kv[1][3], reverse=True)[:top]:
+        if values[3]:
+            lines.append(f"{values[3]:6.0f}  {name}")
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,14 @@ from tests.support.stacks import modelport_stacks
 _URL_RE = re.compile(r"^(media host|text gateway):\s+(http://\S+)")
 _KEY_RE = re.compile(r"^demo API key:\s+(\S+)")
 _REDIS_PREFIX = "mp-test-" + secrets.token_hex(6)
+# `serve` starts per test file in this test process (tests/support/cpu_report.py prints them): each costs
+# ~2.5 CPU seconds before its first request, the main reason to share a server.
+starts: Counter[str] = Counter()
+
+
+def count_start() -> None:
+    """One more `serve` start for the test file running now (pytest's PYTEST_CURRENT_TEST names it)."""
+    starts[os.environ.get("PYTEST_CURRENT_TEST", "(outside a test)").split("::", 1)[0]] += 1
 
 
 @dataclass
@@ -109,6 +118,7 @@ def run_server(
     if not fresh_database and "MODELPORT_DATABASE_URL" not in env and not database.exists():
         database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         migrated_sqlite_file(database)
+    count_start()
     process = subprocess.Popen(
         [sys.executable, *python_args, "serve", "--media-port", "0", "--text-port", "0", *args],
         env=env,
