@@ -37,10 +37,9 @@ async def _one(session: aiohttp.ClientSession, target: _load.Target, sample: Str
         async with session.post(target.url, data=target.body, headers=target.headers) as response:
             async for chunk in response.content.iter_any():
                 reads.append((time.perf_counter(), chunk))
-            ok = response.status == 200 and target.complete(b"".join(c for _, c in reads))
-            error = (
-                None if ok else f"status {response.status}: " + b"".join(c for _, c in reads)[:300].decode("replace")
-            )
+            payload = b"".join(c for _, c in reads)
+            ok = response.status == 200 and target.complete(payload)
+            error = None if ok else f"status {response.status}: " + payload[:300].decode(errors="replace")
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         ok, error = False, repr(exc)
     if not record:

@@ -2,7 +2,7 @@
 and LiteLLM in one run, on Chat Completions, Responses and Messages (issue 42).
 
     .venv/bin/python bench/frontier_bench.py --quick                  # ~10 minutes: 1.5-2 s per phase
-    .venv/bin/python bench/frontier_bench.py --markdown /tmp/frontier.md   # the full run (see bench/README.md)
+    .venv/bin/python bench/frontier_bench.py --markdown /tmp/frontier.md   # the full run, ~35 minutes (at most ~45)
     .venv/bin/python bench/frontier_bench.py --quick --protocols chat --peer off
 
 Lanes, per protocol (`matrix_bench.PROTOCOLS`): **direct** to the fake upstream, **bare** (`bare_proxy.py`),
