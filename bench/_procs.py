@@ -157,7 +157,9 @@ def _read_lines_until(process: subprocess.Popen[str], done: re.Pattern[str], tim
     raise RuntimeError(f"process not ready after {timeout} s; output: {lines}")
 
 
-def start_fake_upstream(*, delay_ms: float, chunks: int) -> Proc:
+def start_fake_upstream(*, delay_ms: float, chunks: int, frame_ms: float | None = None) -> Proc:
+    """`bench/fake_upstream.py`; `frame_ms`: stream writes that far apart (default: spread over the delay)."""
+    frame = ["--frame-ms", str(frame_ms)] if frame_ms is not None else []
     process = subprocess.Popen(
         [
             sys.executable,
@@ -168,6 +170,7 @@ def start_fake_upstream(*, delay_ms: float, chunks: int) -> Proc:
             str(delay_ms),
             "--chunks",
             str(chunks),
+            *frame,
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -357,14 +360,15 @@ PEER_DIR = REPO / ".tools" / "litellm"
 PEER_KEY = "sk-bench-peer"
 
 
-def peer_available() -> bool:
-    return (PEER_DIR / "bin" / "litellm").exists()
+def peer_available(peer_dir: Path = PEER_DIR) -> bool:
+    return (peer_dir / "bin" / "litellm").exists()
 
 
-def start_peer(data_dir: Path, fake_url: str, *, workers: int) -> Proc:
+def start_peer(data_dir: Path, fake_url: str, *, workers: int, peer_dir: Path = PEER_DIR) -> Proc:
     """LiteLLM's proxy (the most-used Python gateway) from its own venv under .tools/litellm (never a project
     dependency), `model: m` routed to the fake upstream as an OpenAI-compatible model, with its documented
-    production switches (no request logging to stdout, JSON logs off, several workers)."""
+    production switches (no request logging to stdout, JSON logs off, several workers). `peer_dir`: the venv
+    (another checkout's `.tools/litellm`, e.g. a worktree's main checkout)."""
     config = data_dir / "litellm.yaml"
     config.write_text(
         "model_list:\n"
@@ -385,7 +389,7 @@ def start_peer(data_dir: Path, fake_url: str, *, workers: int) -> Proc:
     started = time.monotonic()
     process = subprocess.Popen(
         [
-            str(PEER_DIR / "bin" / "litellm"),
+            str(peer_dir / "bin" / "litellm"),
             "--config",
             str(config),
             "--host",

@@ -10,7 +10,9 @@ string) like a quick model:
 - streaming (``"stream": true`` in the body): `--chunks` (16) writes, one text delta each. With
   ``--stream-mode spread`` (the default) write k goes out at k/16 of the delay, so the first token
   arrives after ~3 ms and the last at 50 ms, the same total time as a non-streaming answer; with
-  ``--stream-mode after`` all 16 writes go out back to back once the delay has passed. The first
+  ``--stream-mode after`` all 16 writes go out back to back once the delay has passed; with
+  ``--frame-ms F`` (spread mode) the writes are F ms apart instead, whatever the delay (a stream of
+  16 writes then lasts 16 F ms; non-streaming answers still wait `--delay-ms`). The first
   write also carries the protocol's opening events and the last one its closing events: Chat's
   finish chunk, the ``choices: []`` usage chunk when ``stream_options.include_usage`` is set, and
   ``data: [DONE]``; Responses' ``response.completed`` with usage; Messages' ``message_delta`` with
@@ -202,12 +204,14 @@ class Config:
     delay: float
     spread: bool
     canned: dict[bytes, Canned]
+    frame: float | None = None  # seconds between stream writes (spread mode); None: the delay spread over them
 
 
-def build_config(delay_ms: float, chunks: int, spread: bool) -> Config:
+def build_config(delay_ms: float, chunks: int, spread: bool, frame_ms: float | None = None) -> Config:
     words = [f"w{i} " for i in range(chunks)]
     canned = {b"/chat/completions": chat(words), b"/responses": responses(words), b"/messages": messages(words)}
-    return Config(delay=delay_ms / 1000.0, spread=spread, canned=canned)
+    frame = frame_ms / 1000.0 if frame_ms is not None else None
+    return Config(delay=delay_ms / 1000.0, spread=spread, canned=canned, frame=frame)
 
 
 def _json_head(length: int, keep_alive: bool, status: bytes = b"200 OK") -> bytes:
@@ -311,7 +315,8 @@ class Connection(asyncio.Protocol):
 
     def _stream(self, writes: list[bytes], keep_alive: bool) -> None:
         delay = self._config.delay
-        step = delay / len(writes) if self._config.spread else 0.0
+        frame = self._config.frame
+        step = (frame if frame is not None else delay / len(writes)) if self._config.spread else 0.0
         head = _SSE_HEAD + (b"" if keep_alive else b"connection: close\r\n") + b"\r\n"
 
         def send(i: int) -> None:
@@ -367,10 +372,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--delay-ms", type=float, default=50.0)
     parser.add_argument("--chunks", type=int, default=16)
     parser.add_argument("--stream-mode", choices=["spread", "after"], default="spread")
+    parser.add_argument("--frame-ms", type=float, default=None, help="ms between stream writes (spread mode)")
     args = parser.parse_args(argv)
     if args.chunks < 1:
         parser.error("--chunks must be at least 1")
-    config = build_config(args.delay_ms, args.chunks, args.stream_mode == "spread")
+    config = build_config(args.delay_ms, args.chunks, args.stream_mode == "spread", args.frame_ms)
     try:
         import uvloop
 

@@ -111,6 +111,27 @@ def test_stream_is_spread_over_the_delay() -> None:
     assert len(arrivals) > 4
 
 
+def test_frame_ms_paces_the_stream_whatever_the_delay() -> None:
+    # A 60 s delay: were --frame-ms ignored, the 3 writes would be 20 s apart (httpx's 5 s read timeout fails
+    # the test); with it they are 300 ms apart, so the stream lasts at least 0.9 s (a bound load cannot break).
+    with subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--port", "0", "--delay-ms", "60000", "--chunks", "3", "--frame-ms", "300"],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        try:
+            url = proc.stdout.readline().split()[1]
+            started = time.monotonic()
+            with httpx.stream("POST", url + "/v1/chat/completions", json={"model": "m", "stream": True}) as r:
+                body = b"".join(r.iter_raw())
+            took = time.monotonic() - started
+        finally:
+            proc.kill()
+    assert body.count(b'"content":"w') == 3 and body.endswith(b"data: [DONE]\n\n")
+    assert 0.89 <= took < 30
+
+
 def test_unknown_path_is_404_and_health_is_200(url: str) -> None:
     assert httpx.post(url + "/v1/embeddings", json={}).status_code == 404
     assert httpx.get(url + "/health").status_code == 200
