@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pyotp
 import pytest
+from argon2 import extract_parameters
 
-from modelport.accounts import totp
+from modelport.accounts import passwords, totp
 from modelport.accounts.passwords import check_new_password, hash_password, verify_password
 from modelport.errors import InvalidParameters
 
@@ -36,6 +37,14 @@ def test_a_good_password_is_accepted_and_hashed_with_argon2id() -> None:
     assert not verify_password(stored, "correct horse batterz")
     assert not verify_password(None, "anything at all")  # no password set: refused, same work
     assert not verify_password("not a hash", "anything at all")
+
+
+def test_the_absent_accounts_hash_costs_what_a_new_hash_costs() -> None:
+    # A sign-in for an unknown email verifies against the fixed hash: as slow as a real one only while its
+    # parameters are the hasher's (an argon2-cffi release that changes its defaults must change it too).
+    assert extract_parameters(passwords._ABSENT) == extract_parameters(hash_password("any password at all"))
+    assert verify_password(None, "no account has this email address") is False
+    assert passwords._HASHER.verify(passwords._ABSENT, "no account has this email address")
 
 
 def test_totp_codes_and_single_use_recovery_codes() -> None:
