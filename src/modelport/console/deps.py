@@ -162,13 +162,23 @@ def team_with(permission: Permission) -> Callable[[Request], Awaitable[AuthConte
 async def require_operator(request: Request) -> None:
     """An operator session: an operator account's (an `operator_viewer` may only read: 403 on a form), or
     one signed in with `MODELPORT_ADMIN_TOKEN`. Without operator accounts or an admin token, 404."""
+    write = request.method not in ("GET", "HEAD")
+    await _operator_with(request, OperatorPermission.CHANGE if write else OperatorPermission.READ)
+
+
+async def require_operator_reading(request: Request) -> None:
+    """`require_operator` for a POST that only reads (the key search: a whole key must not be in a URL), so
+    an `operator_viewer` may send it too (with the session's CSRF token, as every console form)."""
+    await _operator_with(request, OperatorPermission.READ)
+
+
+async def _operator_with(request: Request, permission: OperatorPermission) -> None:
     services = get_services(request)
     found = await person(request) if USER_ID in request.session else None
     if found is not None:
         if found.operator_role is None:
             raise Forbidden("your account is not an operator account")
-        write = request.method not in ("GET", "HEAD")
-        check_operator(found.operator_role, OperatorPermission.CHANGE if write else OperatorPermission.READ)
+        check_operator(found.operator_role, permission)
         request.state.operator_role = found.operator_role
         return
     marker = operator_marker(services)

@@ -1,8 +1,10 @@
 """The operator console's people actions in this process (the media app over httpx's ASGI transport, on
 SQLite and PostgreSQL), signed in as operator accounts (issue 37): an `operator` creates, renames, disables
 and re-enables users, changes operator roles, makes reset links, adds, re-roles and removes a team's members
-and invites and revokes; each is audited with the operator as the actor. An `operator_viewer` sees the pages
-without their forms and every action is the 403 page; a form without the CSRF token is refused; removing or
+and invites and revokes; each is audited with the operator as the actor. An `operator_viewer` sees every
+page (each of the navigation's, a team's, a catalog entry's read-only, a request's) without a POST form but
+sign-out and the key search, finds keys by the whole key, prefix or id, and every action (people, teams,
+keys, the catalog) is the 403 page and changes nothing; a form without the CSRF token is refused; removing or
 demoting the last owner is shown as `Conflict: a team keeps at least one owner` (409)."""
 
 from __future__ import annotations
@@ -15,15 +17,20 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from modelport.accounts import links, members, users
 from modelport.accounts import service as accounts
-from modelport.accounts.audit import AuditFilter, list_events
+from modelport.accounts.audit import Actor, AuditFilter, list_events
 from modelport.accounts.models import Team
 from modelport.apps.assemble import build_services
 from modelport.apps.media import create_media_app
+from modelport.clock import now_ms
+from modelport.console.operator.common import OPERATOR_NAV
 from modelport.operator.people import People
+from modelport.operator.verbs import Operator
+from modelport.requestlog.tables import request_logs
 from modelport.services import Services
 from modelport.settings import Settings
 from tests.support.accounts import PASSWORD, console_path
@@ -241,4 +248,143 @@ async def test_an_operator_viewer_reads_and_every_action_is_refused(
     assert [(m.email, m.role) for m in await members.list_members(db, team.id)] == [("owner@example.com", "owner")]
     assert [(i.email, i.pending) for i in await links.list_invitations(db, team.id)] == [("guest@example.com", True)]
     assert (await users.get_user(db, owner.id)).name is None
+    assert await actions_by(console, "watcher@example.com") == ["user.password"]  # only its own setup
+
+
+_FORM_TAG = re.compile(r"<form\b([^>]*)>", re.IGNORECASE)
+_ATTR = re.compile(r'([\w-]+)="([^"]*)"')
+_OTHER_REQUESTS = re.compile(r'(?:hx-(?:post|put|patch|delete)|formmethod)="([^"]*)"', re.IGNORECASE)
+SECRET_HEADER = "hush-0123456789"
+
+
+def changing_forms(page: str) -> list[str]:
+    """The actions of a page's forms that are not GETs, and any other control that sends one."""
+    found = []
+    for tag in _FORM_TAG.findall(page):
+        attrs = {k.lower(): v for k, v in _ATTR.findall(tag)}
+        if attrs.get("method", "get").lower() != "get":
+            found.append(html.unescape(attrs.get("action", "")))
+    return found + [f"<{m}>" for m in _OTHER_REQUESTS.findall(page)]
+
+
+@dataclass
+class Watched:
+    """What a viewer looks at: a team with a member, an invitation and a key, a text and a media model."""
+
+    team: Team
+    key: str
+    key_id: str
+    log_id: str
+    text_model: str = "fake/watched"
+    media_model: str = "fake/watched-image"
+
+
+async def watched(console: Console) -> Watched:
+    db = console.services.db
+    team = await console.team("watched")
+    await console.people.create_user("owner@example.com", team="watched", role="owner")
+    await console.people.invite("watched", "guest@example.com", "viewer")
+    ops = Operator.for_services(console.services, Actor("operator_cli"))
+    await ops.topup(team.id, "5")
+    created = await ops.create_key(team.id, name="findme")
+    spec = {
+        "prices": {"input": "1", "output": "2"},
+        "deployments": [
+            {
+                "kind": "openai_compatible",
+                "base_url": "https://up.example/v1",
+                "model": "m",
+                "headers": {"X-Secret": SECRET_HEADER},
+            }
+        ],
+    }
+    found = Watched(await ops.team(team.id), created.key, created.record.id, "req_watched")
+    await ops.put_model("text", found.text_model, spec)
+    media = {"type": "text-to-image", "description": "", "docs_url": "", "price_usd": "0", "active": False}
+    await ops.put_model("media", found.media_model, media)
+    row = {"status": "error", "provider": "fake", "model_name": "watched", "endpoint": "chat", "cost_micros": 0}
+    async with db.begin() as conn:
+        await conn.execute(
+            insert(request_logs), [{**row, "id": found.log_id, "team_id": team.id, "created_at_ms": now_ms()}]
+        )
+    return found
+
+
+async def test_an_operator_viewer_is_offered_no_action_on_any_page(console: Console, viewer: httpx.AsyncClient) -> None:
+    seen = await watched(console)
+    team_page = f"/admin/teams/{seen.team.id}"
+    pages = [path for path, _, _ in OPERATOR_NAV] + [
+        team_page,
+        f"/admin/models/edit?slug={seen.text_model}",
+        f"/admin/models/edit?slug={seen.media_model}",
+        f"/admin/logs/{seen.log_id}",
+        "/admin/logs?status=error",
+        "/admin/audit?team=watched",
+    ]
+    for path in pages:
+        shown = await viewer.get(path)
+        assert shown.status_code == 200, (path, shown.text)
+        allowed = ["/console/sign-out", "/console/admin/keys"] if path == "/admin/keys" else ["/console/sign-out"]
+        assert changing_forms(shown.text) == allowed, path
+    # What the pages are about is there, read-only.
+    assert "findme" in (await viewer.get(team_page)).text
+    models = (await viewer.get("/admin/models")).text
+    assert "Add a text model" not in models and f'aria-label="View {seen.text_model}"' in models
+    entry = (await viewer.get(f"/admin/models/edit?slug={seen.text_model}")).text
+    assert "https://up.example/v1" in entry and "X-Secret" in entry and SECRET_HEADER not in entry
+    assert "<textarea" not in entry and f"Delete {seen.text_model}" not in entry
+    # Adding a model is only a form: nothing there for a viewer to read.
+    adding = await viewer.get("/admin/models/edit?kind=text")
+    assert adding.status_code == 403 and REFUSAL in html.unescape(adding.text)
+
+
+async def test_an_operator_viewer_finds_keys(console: Console, viewer: httpx.AsyncClient) -> None:
+    seen = await watched(console)
+    for query in (seen.key, seen.key[:10], seen.key_id):
+        found = await post(viewer, "/admin/keys", {"q": query}, page="/admin/keys")
+        assert found.status_code == 200, query
+        assert "findme" in found.text and seen.key_id in found.text, query
+        assert changing_forms(found.text) == ["/console/sign-out", "/console/admin/keys"], query  # no revoke
+    assert "No key matches." in (await post(viewer, "/admin/keys", {"q": "mp-zzzzzzz"}, page="/admin/keys")).text
+    # Still a form of this console: without the session's CSRF token it is refused.
+    forged = await viewer.post("/admin/keys", data={"q": seen.key_id})
+    assert forged.status_code == 403 and "did not come from this console" in forged.text
+
+
+async def test_an_operator_viewer_changes_no_team_key_or_model(console: Console, viewer: httpx.AsyncClient) -> None:
+    seen = await watched(console)
+    ops = Operator.for_services(console.services, Actor("operator_cli"))
+    team_page = f"/admin/teams/{seen.team.id}"
+    stored_spec = (await ops.models()).text[seen.text_model].model_dump(mode="json")
+    keys_before = await ops.list_keys(seen.team.id)
+    token = csrf_of((await viewer.get(team_page)).text)  # the sign-out form's: the session's own token
+    for path, data in (
+        ("/admin/teams", {"name": "forged"}),
+        (f"{team_page}/topup", {"amount_usd": "100"}),
+        (f"{team_page}/tier", {"tier": console.services.settings.tiers[-1].name}),
+        (f"{team_page}/flags", {"asset_service": "on", "log_retention": "on"}),
+        (f"{team_page}/cache", {"cache": "team"}),
+        (f"{team_page}/cache/purge", {}),
+        (f"{team_page}/log-days", {"log_days": "1"}),
+        (f"{team_page}/suspend", {}),
+        (f"{team_page}/unsuspend", {}),
+        (f"{team_page}/end-sessions", {}),
+        (f"{team_page}/keys", {"name": "forged"}),
+        (f"/admin/keys/{seen.key_id}/edit", {"rpm": "1"}),
+        (f"/admin/keys/{seen.key_id}/revoke", {}),
+        (
+            "/admin/models",
+            {"slug": seen.text_model, "kind": "text", "spec": '{"prices": {"input": "0", "output": "0"}}'},
+        ),
+        ("/admin/models", {"slug": "fake/forged", "kind": "media", "spec": "{}"}),
+        ("/admin/models/delete", {"slug": seen.text_model}),
+    ):
+        answer = await viewer.post(path, data={**data, "csrf_token": token})
+        assert answer.status_code == 403 and REFUSAL in html.unescape(answer.text), path
+    assert [t.name for t in await ops.list_teams()] == ["watched"]
+    assert await ops.team(seen.team.id) == seen.team  # balance, tier, flags, cache, log window, suspension
+    assert await ops.list_keys(seen.team.id) == keys_before and [k.active for k in keys_before] == [True]
+    snapshot = await ops.models()
+    assert snapshot.text[seen.text_model].model_dump(mode="json") == stored_spec
+    assert seen.media_model in snapshot.media and "fake/forged" not in snapshot.media
     assert await actions_by(console, "watcher@example.com") == ["user.password"]  # only its own setup

@@ -10,10 +10,21 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from modelport.console.operator import activity, audit, catalog, retention, team_people, teams, upstreams, users
+from modelport.console.operator import (
+    activity,
+    audit,
+    catalog,
+    keys,
+    retention,
+    team_people,
+    teams,
+    upstreams,
+    users,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     teams.router,
+    keys.router,
     team_people.router,
     catalog.router,
     upstreams.router,

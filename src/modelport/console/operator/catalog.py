@@ -14,10 +14,11 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
+from modelport.accounts.permissions import OPERATOR_REFUSAL
 from modelport.catalog_spec import MediaModel, TextModel
 from modelport.console.deps import require_operator
-from modelport.console.operator.common import MASK, back, flash, form_fields, masked_url, operator, page
-from modelport.errors import InvalidParameters, NotFound, ServiceError
+from modelport.console.operator.common import MASK, back, flash, form_fields, masked_url, may_change, operator, page
+from modelport.errors import Forbidden, InvalidParameters, NotFound, ServiceError
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_operator)])
 
@@ -87,6 +88,8 @@ async def models_page(request: Request) -> Response:
 async def edit_page(request: Request) -> Response:
     slug = request.query_params.get("slug", "")
     kind = request.query_params.get("kind", "text")
+    if not slug and not may_change(request):
+        raise Forbidden(OPERATOR_REFUSAL)  # adding a model is only a form: nothing here to read
     entry = await _find(request, slug) if slug else None
     if slug and entry is None:
         raise NotFound(f"no model {slug!r}")
@@ -100,7 +103,7 @@ async def edit_page(request: Request) -> Response:
             else {"type": "text-to-image", "description": "", "docs_url": "", "price_usd": "0", "active": False}
         )
     context = {
-        "title": f"Edit {slug}" if slug else "Add a model",
+        "title": (f"Edit {slug}" if may_change(request) else f"Model {slug}") if slug else "Add a model",
         "active": "models",
         "slug": slug,
         "kind": kind,

@@ -13,7 +13,6 @@ from modelport.billing.topups import tier_rank
 from modelport.console.deps import require_operator
 from modelport.console.key_forms import form_values, key_form_fields
 from modelport.console.operator.common import back, flash, form_fields, operator, page, people
-from modelport.console.operator.queries import find_keys
 from modelport.errors import ServiceError
 from modelport.money import display_usd
 from modelport.web.deps import get_services
@@ -224,16 +223,3 @@ async def revoke_key(request: Request, key_id: str) -> Response:
     record = await operator(request).revoke_key(key_id)
     flash(request, f"Revoked key {record.prefix}….")
     return back(request, f"/admin/teams/{record.team_id}")
-
-
-@router.get("/keys")
-async def keys_page(request: Request) -> Response:
-    return page(request, "operator/keys.html", {"title": "Find a key", "active": "keys", "query": "", "keys": []})
-
-
-@router.post("/keys")
-async def find_keys_page(request: Request) -> Response:
-    # A POST: a whole key pasted here must not end up in a URL (access logs, browser history).
-    query = (await form_fields(request)).get("q", "")[:200]
-    found = await find_keys(get_services(request).db, query) if query else []
-    return page(request, "operator/keys.html", {"title": "Find a key", "active": "keys", "query": query, "keys": found})
