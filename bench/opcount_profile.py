@@ -38,6 +38,7 @@ WORKLOADS = {  # name: (path, model, stream)
     "chat fast, 16-chunk stream": ("/v1/chat/completions", "bench/fast", True),
     "Chat -> Messages": ("/v1/chat/completions", "bench/translated", False),
     "messages fast": ("/v1/messages", "bench/translated", False),
+    "messages fast, 16-chunk stream": ("/v1/messages", "bench/translated", True),
     "responses fast": ("/v1/responses", "bench/responses", False),
     "responses fast, 16-chunk stream": ("/v1/responses", "bench/responses", True),
 }
