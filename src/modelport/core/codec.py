@@ -280,6 +280,9 @@ class ServerState:
     conversations: ConversationWire | None = None
     #: Background responses (None: the protocol has none).
     background: BackgroundWire | None = None
+    #: Bytes every final stream event holds (its name): the keeper parses a stream only from the event
+    #: that holds one (`core/sse_skim.py`); empty: it parses every event.
+    final_markers: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from modelport.core.codec import ProtocolCodec, ServerState
-from modelport.core.sse import SSEParser
+from modelport.core.sse_skim import SSESkimmer
 from modelport.errors import NotFound
 from modelport.gateway import background_responses
 from modelport.gateway.answer import Chunks
@@ -136,7 +136,8 @@ class _KeptStream:
             await self._chunks.aclose()
 
     async def _run(self) -> AsyncGenerator[bytes, None]:
-        parser = SSEParser()
+        # Only the final event matters here, and the relay parses the stream for the client anyway.
+        parser = SSESkimmer(self._state.final_markers)
         kept = False
         async for chunk in self._chunks:
             if not kept:

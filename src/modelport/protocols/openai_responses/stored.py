@@ -115,4 +115,5 @@ SERVER_STATE = ServerState(
     deleted=deleted,
     conversations=CONVERSATION_WIRE,
     background=BACKGROUND_WIRE,
+    final_markers=tuple(sorted(name.encode() for name in _FINAL_EVENTS)),
 )
