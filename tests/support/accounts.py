@@ -75,17 +75,21 @@ def sign_in(
 
 
 @contextmanager
+def postgres_url() -> Iterator[str]:
+    """A fresh migrated PostgreSQL database's URL for sync tests (each `serve` on it shares it), dropped after."""
+    loop = asyncio.new_event_loop()
+    with ExitStack() as stack:
+        stack.callback(loop.close)
+        database = migrated_postgres_database()
+        url = loop.run_until_complete(database.__aenter__())
+        stack.callback(lambda: loop.run_until_complete(database.__aexit__(None, None, None)))
+        yield url
+
+
+@contextmanager
 def server_on(backend: str, tmp: Path, *args: str, **env: str) -> Iterator[RunningServer]:
     """A `modelport serve` on SQLite (its data directory's file) or on a fresh migrated PostgreSQL database."""
     with ExitStack() as stack:
         if backend == "postgres":
-            loop = asyncio.new_event_loop()
-            database = migrated_postgres_database()
-            env["MODELPORT_DATABASE_URL"] = loop.run_until_complete(database.__aenter__())
-
-            def drop() -> None:
-                loop.run_until_complete(database.__aexit__(None, None, None))
-                loop.close()
-
-            stack.callback(drop)
+            env["MODELPORT_DATABASE_URL"] = stack.enter_context(postgres_url())
         yield stack.enter_context(run_server(tmp, *args, env=env))

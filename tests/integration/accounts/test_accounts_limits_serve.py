@@ -1,7 +1,8 @@
-"""Console accounts' limits and lifetimes through a real `modelport serve --workers 2` sharing Redis (issue 37):
-failed sign-ins are limited per account and per address while a correct credential always gets in (email
-sign-in and the admin token alike), links expire, invitations are mailed to a real SMTP server (aiosmtpd),
-and a removal ends the member's session on every process within a second."""
+"""Console accounts' limits and lifetimes through a real `modelport serve --workers 2` sharing Redis, on SQLite
+and on PostgreSQL (issue 37): failed sign-ins are limited per account and per address while a correct
+credential always gets in (email sign-in and the admin token alike), links expire, invitations are mailed to
+a real SMTP server (aiosmtpd), and a removal ends the member's session on every process within a second.
+One server per backend."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from tests.support.accounts import admin, browser, close_browsers, console_path, set_password, sign_in
+from tests.support.accounts import admin, browser, close_browsers, console_path, server_on, set_password, sign_in
+from tests.support.databases import BACKENDS
 from tests.support.ports import free_port
-from tests.support.server import RunningServer, run_server
+from tests.support.server import RunningServer
 
 TOKEN = "accounts-limits-admin-token-0123456789"
 REDIS_URL = os.environ.get("MODELPORT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -50,8 +52,13 @@ def inbox() -> Iterator[Inbox]:
         controller.stop()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, inbox: Inbox) -> Iterator[RunningServer]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, inbox: Inbox
+) -> Iterator[RunningServer]:
+    # Each backend's server has its own Redis prefix (fresh sign-in and admin-token counters) and its own
+    # mail: the other backend's invitation must not answer this one's test.
+    inbox.messages.clear()
     env = {
         "MODELPORT_ADMIN_TOKEN": TOKEN,
         "MODELPORT_REDIS_URL": REDIS_URL,
@@ -67,8 +74,8 @@ def server(tmp_path_factory: pytest.TempPathFactory, inbox: Inbox) -> Iterator[R
         "MODELPORT_SMTP__FROM": "console@modelport.test",
         "MODELPORT_CONSOLE__KEY_SIGN_IN": "false",
     }
-    tmp: Path = tmp_path_factory.mktemp("accounts-limits")
-    with run_server(tmp, "--workers", "2", env=env) as running:
+    tmp: Path = tmp_path_factory.mktemp(f"accounts-limits-{request.param}")
+    with server_on(request.param, tmp, "--workers", "2", **env) as running:
         yield running
     close_browsers()
 

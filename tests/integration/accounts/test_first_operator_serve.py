@@ -2,7 +2,8 @@
 (issue 37): every start prints a setup link while no operator has a password, all of them for one
 placeholder row that no list of people shows (admin API, operator console, CLI plain and `--json`, SCIM);
 the newest link is the one that works, its page requires the person's email, and once set up the lists
-show exactly that person and later starts print no link."""
+show exactly that person and later starts print no link. On PostgreSQL (two starts on one database): the
+link is printed while no operator is set up, and gone once one is."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from sqlalchemy import func, select
 from modelport.accounts.tables import users
 from modelport.accounts.users import FIRST_OPERATOR_EMAIL
 from modelport.storage.db import create_engine
-from tests.support.accounts import admin, browser, close_browsers, console_path, set_password
+from tests.support.accounts import admin, browser, close_browsers, console_path, postgres_url, set_password
 from tests.support.console import ConsoleClient, csrf_of
 from tests.support.server import RunningServer, run_server
 
@@ -36,9 +37,10 @@ def _close_browsers() -> Iterator[None]:
     close_browsers()
 
 
-def _serve(data_dir: Path) -> AbstractContextManager[RunningServer]:
+def _serve(data_dir: Path, **env: str) -> AbstractContextManager[RunningServer]:
     return run_server(
         data_dir,
+        env=env,
         MODELPORT_ADMIN_TOKEN=TOKEN,
         MODELPORT_SCIM__TOKEN_ENV="FIRST_OPERATOR_SCIM_TOKEN",
         FIRST_OPERATOR_SCIM_TOKEN=SCIM_TOKEN,
@@ -58,8 +60,11 @@ def _link(server: RunningServer) -> str | None:
 
 
 def _rows(server: RunningServer) -> dict[str, int]:
-    """The users table's rows by email key, read from the database file."""
-    url = f"sqlite+aiosqlite:///{server.env['MODELPORT_DATA_DIR']}/modelport.db"
+    """The users table's rows by email key, read from the server's database."""
+    url = (
+        server.env.get("MODELPORT_DATABASE_URL")
+        or f"sqlite+aiosqlite:///{server.env['MODELPORT_DATA_DIR']}/modelport.db"
+    )
 
     async def read() -> dict[str, int]:
         engine = create_engine(url)
@@ -142,3 +147,22 @@ def test_the_placeholder_is_one_hidden_row_across_starts_until_someone_sets_it_u
         assert _link(third) is None, third.banner  # an operator has a password: no more links
         assert _rows(third) == {PERSON.lower(): 1}
         assert _listed(third)["api"] == [PERSON]
+
+
+def test_on_postgres_the_link_is_printed_until_an_operator_is_set_up(tmp_path: Path) -> None:
+    # Two starts, not the three above: the link is a start's banner, so its end needs a second start.
+    with postgres_url() as url:
+        with _serve(tmp_path, MODELPORT_DATABASE_URL=url) as first:
+            link = _link(first)
+            assert link is not None
+            assert _rows(first) == {FIRST_OPERATOR_EMAIL: 1}
+            assert _listed(first) == NOBODY
+            operator = set_password(first, link, email=PERSON, name="Root")
+            assert operator.get("/admin/users").status_code == 200
+            assert _rows(first) == {PERSON.lower(): 1}
+            assert admin(first, TOKEN, "GET", "/users").json()["data"]["users"][0]["email"] == PERSON
+            used = browser(first).get(console_path(link))
+            assert used.status_code == 410 and GONE in used.text
+        with _serve(tmp_path, MODELPORT_DATABASE_URL=url) as second:
+            assert _link(second) is None, second.banner
+            assert _rows(second) == {PERSON.lower(): 1}

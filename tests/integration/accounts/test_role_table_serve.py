@@ -1,7 +1,8 @@
 """The role table of docs/api/accounts.md, walked through a real `modelport serve` (issue 37): every console
 page or form and every team API call, for each role, answers as the table says: `no` is the one 403
 (`Forbidden: your role in this team does not allow this`), `yes` is anything but a refusal. A console or
-team API route missing from the table fails here, so the table cannot fall behind the code."""
+team API route missing from the table fails here, so the table cannot fall behind the code. On SQLite and on
+PostgreSQL, one server per backend."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from fastapi.routing import APIRoute
 
 from modelport.console.app import console_routers
 from modelport.team_admin import audit, cache, keys, members, notifications
-from tests.support.accounts import admin, close_browsers, set_password
+from tests.support.accounts import admin, close_browsers, server_on, set_password
 from tests.support.console import ConsoleClient, csrf_of
-from tests.support.server import RunningServer, run_server
+from tests.support.databases import BACKENDS
+from tests.support.server import RunningServer
 
 TOKEN = "role-table-admin-token-0123456789-abc"
 DOC = Path(__file__).resolve().parents[3] / "docs" / "api" / "accounts.md"
@@ -53,14 +55,14 @@ def routes() -> set[tuple[str, str, str]]:
     return found
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     env = {
         "MODELPORT_ADMIN_TOKEN": TOKEN,
         "MODELPORT_CONSOLE__SIGN_IN_PER_MINUTE": "1000",
         "MODELPORT_ACCOUNTS__SIGN_IN_FAILURES": "1000",
     }
-    with run_server(tmp_path_factory.mktemp("role-table"), env=env) as running:
+    with server_on(request.param, tmp_path_factory.mktemp(f"role-table-{request.param}"), **env) as running:
         yield running
     close_browsers()
 
