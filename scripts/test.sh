@@ -134,8 +134,10 @@ serial_paths=("$@")
 if [ "$#" -eq 0 ]; then
   mapfile -t serial_paths < <(.venv/bin/python -c 'from tests.support.schedule import serial_files; print(*serial_files(), sep="\n")')
 fi
+# --no-loadscope-reorder: the groups go out in the collection's order, which tests/conftest.py sorts (the
+# heavy group, then the long ones, then by size: tests/support/schedule.py), not by their number of tests.
 parallel_stage() {
-  COVERAGE_FILE=.coverage.parallel pytest_stage "${common[@]}" -n "$workers" --dist loadgroup -m "not serial" \
+  COVERAGE_FILE=.coverage.parallel pytest_stage "${common[@]}" -n "$workers" --dist loadgroup --no-loadscope-reorder -m "not serial" \
     --junitxml=test-artifacts/junit-parallel.xml "$@"
 }
 serial_stage() {

@@ -4,7 +4,8 @@ Scheduling under pytest-xdist (`scripts/test.sh` runs `-n 3 --dist loadgroup`): 
 conformance module is one xdist group, so its module-scoped servers start once, on one worker; tests marked
 `heavy` (CPU-bound: renders, fuzzing, real CLIs, a browser) share one group, so no two of them run at once;
 tests marked `serial` (timing-sensitive) run in a stage of their own, beside the parallel one at a higher CPU
-priority. Which tests are heavy or serial, and why, is tests/support/schedule.py. A test
+priority. The groups go out to the workers heavy first, then the long ones, then by size
+(`schedule.group_order`). Which tests are heavy, long or serial, and why, is tests/support/schedule.py. A test
 that times out (pytest-timeout) fails with the stacks of the modelport processes this test process started.
 """
 
@@ -53,12 +54,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if schedule.is_heavy(item.nodeid) or item.get_closest_marker("heavy") is not None:
             item.add_marker(pytest.mark.heavy)
-            item.add_marker(pytest.mark.xdist_group("heavy"))
+            item.add_marker(pytest.mark.xdist_group(schedule.HEAVY_GROUP))
             continue
         path = Path(item.path)
         relative = path.relative_to(root) if path.is_relative_to(root) else path
         if relative.parts[:2] in (("tests", "integration"), ("tests", "conformance")):
             item.add_marker(pytest.mark.xdist_group(relative.as_posix()))
+    # The order the groups go out to the workers (schedule.group_order); a stable sort keeps the shuffled
+    # order (pytest-randomly's, made before this hook) within each group and among equals.
+    keys = dict(zip((id(item) for item in items), schedule.group_order([_group(item) for item in items]), strict=True))
+    items.sort(key=lambda item: keys[id(item)])
+
+
+def _group(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("xdist_group")
+    return str(marker.args[0]) if marker is not None and marker.args else None
 
 
 # The stacks are taken shortly before pytest-timeout fires: its signal unwinds the test, and a server the

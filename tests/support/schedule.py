@@ -8,6 +8,11 @@ start of a test name).
   after a timeout, a cut after a grace period, a cancel within seconds) that another CPU-bound process
   beside it could push past. They run one at a time, at normal CPU priority, beside the parallel stage, whose
   processes run at nice 19 (scripts/test.sh): the kernel gives them the CPU whenever they want it.
+- LONG: groups whose few tests take minutes. pytest-xdist hands the groups out in the order of the
+  collection (scripts/test.sh turns its own ordering, by number of tests, off): the heavy group first, then
+  these, longest first, then the other groups by their number of tests, the single unit tests last. Ordered
+  by count, a file of two 100-second tests went out among the last, and the run waited on its worker while
+  the other two were idle (CI 2026-12-06: the parallel stage was 1.33x its workers' mean busy time).
 - HEAVY: CPU-bound for most of their run (a real browser, real coding-agent CLIs, video and speech renders,
   the embedded llama.cpp model, schema-driven fuzzing). They share one xdist group, so they run one after
   another on one worker while the other workers run the light tests beside them.
@@ -100,6 +105,47 @@ HEAVY: dict[str, str] = {
     "tests/integration/tasks/test_render_process_serve.py": "video renders in a process pool",
     "tests/integration/ops/test_replicas.py": "three serve processes on PostgreSQL, 150 concurrent requests",
 }
+
+
+# Seconds: the group's test time in a loaded full run (CI 2026-12-06, load average 8-10); a quiet run takes
+# about half. Listed longest first.
+LONG: dict[str, str] = {
+    "tests/integration/retention/test_upgrade_with_data.py": "279 s in 2 tests (every migration with data)",
+    "tests/integration/gateway/test_postgres_door.py": "272 s in 3 tests (schema fuzzing on PostgreSQL)",
+    "tests/integration/failover/test_chaos_failover.py": "200 s in 77 tests",
+    "tests/integration/keys/test_key_limits_serve.py": "198 s in 20 tests",
+    "tests/integration/console/test_console_session_revocation.py": "170 s in 10 tests",
+    "tests/integration/response_cache/test_cache_rules.py": "128 s in 24 tests",
+    "tests/integration/foundation/test_serve.py": "118 s in 16 tests",
+    "tests/integration/accounts/test_accounts_serve.py": "106 s in 22 tests",
+    "tests/integration/operator/test_operator_serve.py": "104 s in 4 tests",
+    "tests/integration/retention/test_backup_restore.py": "103 s in 3 tests",
+    "tests/integration/accounts/test_first_operator_serve.py": "95 s in 1 test (now 2)",
+    "tests/integration/retention/test_retention_serve.py": "89 s in 2 tests",
+    "tests/integration/alerts/test_operator_alerts_serve.py": "88 s in 4 tests",
+    "tests/integration/reference/test_reference_hardening.py": "81 s in 4 tests",
+}
+HEAVY_GROUP = "heavy"
+
+
+def group_order(groups: list[str | None]) -> list[tuple[int, int]]:
+    """The sort key of each item's xdist group (None: a test of its own) in the order the groups go out:
+    the heavy group, the LONG ones as listed, the others by their number of tests, single tests last."""
+    counts: dict[str | None, int] = {}
+    for group in groups:
+        counts[group] = counts.get(group, 0) + 1
+    long_rank = {path: rank for rank, path in enumerate(LONG)}
+
+    def key(group: str | None) -> tuple[int, int]:
+        if group == HEAVY_GROUP:
+            return (0, 0)
+        if group in long_rank:
+            return (1, long_rank[group])
+        if group is None:
+            return (3, 0)
+        return (2, -counts[group])
+
+    return [key(group) for group in groups]
 
 
 def _find(table: dict[str, str], nodeid: str) -> str | None:
