@@ -6,6 +6,7 @@ CPU time and resident memory come from /proc (Linux), summed over a process and 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -15,8 +16,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -440,3 +443,12 @@ def wait_first_chat(url: str, model: str, key: str | None, process: subprocess.P
             pass
         time.sleep(0.02)
     raise RuntimeError(f"{url}: no 200 within {timeout} s")
+
+
+def run_main(main: Coroutine[Any, Any, int]) -> int:
+    """A bench's main coroutine on uvloop when installed (the gateway's own loop), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -643,13 +643,7 @@ def main() -> None:
     args = parser.parse_args()
     args.peer_dir = args.peer_dir or default_peer_dir()
     args.peer_on = args.peer == "on" or (args.peer == "auto" and _procs.peer_available(args.peer_dir))
-    try:
-        import uvloop
-
-        runner: Callable[..., int] = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    sys.exit(runner(main_async(args)))
+    sys.exit(_procs.run_main(main_async(args)))
 
 
 if __name__ == "__main__":

@@ -587,13 +587,7 @@ def main() -> None:
     )
     parser.add_argument("--keep-data", action="store_true", help="keep the gateway's temp data dir")
     args = parser.parse_args()
-    try:
-        import uvloop
-
-        runner: Callable[..., int] = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    sys.exit(runner(main_async(args)))
+    sys.exit(_procs.run_main(main_async(args)))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ throughput and p99 at c=64) per protocol, each PASS/FAIL; writes JSON (`--out`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shutil
 import sys
@@ -339,13 +338,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.short:
         args.seconds, args.warmup = 1.5, 0.5
-    try:
-        import uvloop
-
-        runner: Callable[..., int] = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    sys.exit(runner(main_async(args)))
+    sys.exit(_procs.run_main(main_async(args)))
 
 
 if __name__ == "__main__":
